@@ -1,0 +1,68 @@
+"""Shared CLI plumbing: consoles, JSON output, one-line errors, progress bars."""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+out = Console()
+err = Console(stderr=True)
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def fail(message: str, code: int = 2) -> None:
+    """End the command with one line on stderr; never a traceback for errors a user can fix."""
+    import typer
+
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def progress(description: str, total: int):
+    """A progress bar on stderr, so --json on stdout stays clean."""
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[last]}"),
+        console=err,
+        transient=False,
+    )
+    with bar:
+        task_id = bar.add_task(description, total=total, last="")
+
+        def advance(last: str = "") -> None:
+            bar.update(task_id, advance=1, last=last)
+
+        yield advance
+
+
+def user_errors(fn):
+    """Wrap a command so user errors end in one line (exit 2) and Ctrl-C in a clean exit 130."""
+    import functools
+
+    import typer
+
+    from envevo.errors import UserError
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except UserError as exc:
+            fail(str(exc))
+        except KeyboardInterrupt:
+            err.print("interrupted: sandboxes were torn down; re-run the command to continue")
+            raise typer.Exit(130)
+
+    return wrapper

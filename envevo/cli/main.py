@@ -1,0 +1,46 @@
+"""The `envevo` command."""
+
+from __future__ import annotations
+
+import signal
+
+import typer
+
+from envevo import __version__
+
+app = typer.Typer(
+    name="envevo",
+    help="Evolve verifiable RL environments for terminal agents, checked in real sandboxes.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", help="Print the version and exit.")) -> None:
+    if version:
+        typer.echo(f"envevo {__version__}")
+        raise typer.Exit()
+
+
+def _register() -> None:
+    from envevo.cli import doctor_cmd, verify_cmd
+    from envevo.cli.task_cmd import task_app
+
+    app.command("doctor")(doctor_cmd.doctor)
+    app.command("verify")(verify_cmd.verify)
+    app.add_typer(task_app, name="task", help="Inspect tasks: content hash, per-component diff, TB1 import.")
+
+
+_register()
+
+
+def _sigterm(_signum, _frame):
+    # SIGTERM gets the same clean shutdown as Ctrl-C, so sandboxes are torn down.
+    raise KeyboardInterrupt
+
+
+def main() -> None:
+    signal.signal(signal.SIGTERM, _sigterm)
+    app()

@@ -1,0 +1,99 @@
+"""`envevo verify`: run the oracle and invalid-test verifiers on tasks in real sandboxes."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import datetime
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from envevo.cli._common import err, out, print_json, progress, user_errors
+from envevo.errors import UserError
+
+
+def expand_task_args(paths: list[Path]) -> list[Path]:
+    """Task dirs as given; a folder that is not a task itself but holds tasks stands for all of them."""
+    from envevo.task import looks_like_task
+
+    found: list[Path] = []
+    for p in paths:
+        if p.is_dir() and not looks_like_task(p):
+            children = sorted(c for c in p.iterdir() if c.is_dir() and looks_like_task(c))
+            if children:
+                found.extend(children)
+                continue
+        found.append(p)
+    return found
+
+
+def preflight(env: str) -> None:
+    """Fail in one line before any work when a local engine is clearly unusable."""
+    import shutil
+
+    from envevo.sandbox import activate
+
+    activate()
+    if env in ("podman", "docker") and shutil.which(env) is None:
+        raise UserError(f"{env} is not installed: run 'envevo doctor --fix --env {env}'")
+    if env == "podman" and shutil.which("podman-compose") is None:
+        raise UserError("podman-compose is not on PATH: run 'envevo doctor --fix'")
+
+
+@user_errors
+def verify(
+    tasks: list[Path] = typer.Argument(..., help="Task dirs (Harbor or Terminal-Bench 1), or folders of tasks."),
+    env: str = typer.Option("podman", "--env", help="Harbor environment: podman, docker, daytona, modal, … or pkg.mod:Class."),
+    repeats: int = typer.Option(2, "--repeats", min=1, help="Oracle runs per task; all must reach reward 1.0."),
+    concurrency: int = typer.Option(3, "--concurrency", min=1, help="Trials running at once."),
+    image_map: list[str] = typer.Option([], "--image-map", help="Rewrite a base image, e.g. ubuntu:24.04=registry.local/ubuntu:24.04 (repeatable)."),
+    config: Path | None = typer.Option(None, "--config", help="envevo.toml with an [images] table (default: ./envevo.toml if present)."),
+    jobs_dir: Path | None = typer.Option(None, "--jobs-dir", help="Where trial logs go (default: ./jobs/verify-<time>)."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON list, one object per task."),
+) -> None:
+    """Check each task in real containers: the reference solution passes (oracle) and an empty one fails (invalid-test)."""
+    from envevo.task import load_image_map, load_task, prepare_runnable
+    from envevo.verify import default_verifiers, verify_tasks
+
+    preflight(env)
+    mapping = load_image_map(image_map, config)
+    task_dirs = expand_task_args(tasks)
+    loaded = [load_task(p) for p in task_dirs]  # every task is validated before any container starts
+    names = [t.name for t in loaded]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise UserError(f"two tasks are named {dup!r}; verify them in separate runs")
+    jobs = (jobs_dir or Path("jobs") / f"verify-{datetime.now():%Y%m%d-%H%M%S}").resolve()
+    jobs.mkdir(parents=True, exist_ok=True)
+    # TB1 tasks and image maps need a converted copy; Harbor tasks without a map run in place.
+    runnable = [(t.name, prepare_runnable(t, mapping, jobs / "_tasks")) for t in loaded]
+
+    verifiers = default_verifiers(repeats)
+    total = len(runnable) * sum(len(v.trial_specs(Path("."), env, jobs)) for v in verifiers)
+    t0 = time.monotonic()
+    with progress(f"verifying {len(runnable)} task(s)", total) as advance:
+        verdicts = asyncio.run(
+            verify_tasks(
+                runnable, jobs, env=env, verifiers=verifiers, concurrency=concurrency,
+                on_trial_done=lambda o: advance(f"{o.task} {o.agent} → {o.reward if o.reward is not None else o.error_kind.value}"),
+            )
+        )
+    wall = time.monotonic() - t0
+
+    if json_out:
+        print_json([v.summary() for v in verdicts])
+    else:
+        table = Table(title=f"envevo verify ({env}, oracle ×{repeats}, {wall:.0f} s)")
+        for col in ("task", "ok", "oracle", "invalid-test", "reasons"):
+            table.add_column(col, overflow="fold")
+        mark = {True: "[green]pass[/]", False: "[bold red]FAIL[/]"}
+        for v in verdicts:
+            table.add_row(
+                v.task, mark[v.ok], mark[v.reports["oracle"].passed], mark[v.reports["invalid_test"].passed],
+                "\n".join(v.reasons) or "-",
+            )
+        out.print(table)
+        err.print(f"trial logs: {jobs}")
+    raise typer.Exit(0 if all(v.ok for v in verdicts) else 1)

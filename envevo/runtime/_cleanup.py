@@ -1,0 +1,104 @@
+"""Leave no container behind: label every local sandbox with its owner, and sweep on exit.
+
+Harbor tears a trial's containers down itself, also on cancellation. This module is the backstop for
+what it cannot cover: a second Ctrl-C during teardown, an exception in teardown, or a killed process
+(swept by the next run, since the owner pid is recorded on the container).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from functools import cache
+from pathlib import Path
+
+LOCAL_ENGINES = {"podman": "podman", "docker": "docker"}
+OWNER_LABEL = "envevo.owner"
+
+
+def owner_id(pid: int | None = None) -> str:
+    return f"{socket.gethostname()}:{pid or os.getpid()}"
+
+
+@cache
+def overlay_compose_file() -> Path:
+    """A compose overlay for the local engines; one per process, removed at exit."""
+    fd, name = tempfile.mkstemp(prefix="envevo-overlay-", suffix=".yaml")
+    with os.fdopen(fd, "w") as f:
+        # SIGKILL on stop: the sandbox is disposable and its PID 1 (`sleep infinity`) ignores SIGTERM,
+        # which otherwise costs the full 10 s grace period at every teardown.
+        f.write(
+            "services:\n"
+            "  main:\n"
+            "    stop_signal: SIGKILL\n"
+            f"    labels:\n      {OWNER_LABEL}: \"{owner_id()}\"\n"
+        )
+    path = Path(name)
+    atexit.register(_at_exit, path)
+    return path
+
+
+def _at_exit(overlay: Path) -> None:
+    for engine in LOCAL_ENGINES.values():
+        remove_containers(engine, owner_id())
+    overlay.unlink(missing_ok=True)
+
+
+def _ps(engine: str, *filters: str) -> list[tuple[str, str]]:
+    """(container id, owner label) of containers matching the filters."""
+    if not shutil.which(engine):
+        return []
+    fmt = "{{.ID}} {{index .Labels \"" + OWNER_LABEL + "\"}}"
+    args = [engine, "ps", "-a", "--format", fmt]
+    for flt in filters:
+        args += ["--filter", flt]
+    try:
+        out = subprocess.run(args, capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    rows = []
+    for line in out.splitlines():
+        cid, _, owner = line.strip().partition(" ")
+        if cid:
+            rows.append((cid, owner.strip()))
+    return rows
+
+
+def list_containers(engine: str, owner: str | None = None) -> list[str]:
+    """Ids of envevo-owned containers, optionally of one owner."""
+    flt = f"label={OWNER_LABEL}" + (f"={owner}" if owner else "")
+    return [cid for cid, _ in _ps(engine, flt)]
+
+
+def remove_containers(engine: str, owner: str | None = None) -> int:
+    ids = list_containers(engine, owner)
+    if ids:
+        subprocess.run([engine, "rm", "-f", *ids], capture_output=True, timeout=120)
+    return len(ids)
+
+
+def sweep_orphans(engine: str) -> int:
+    """Remove containers whose owning envevo process on this host is gone (e.g. after kill -9)."""
+    host = socket.gethostname()
+    dead = []
+    for cid, owner in _ps(engine, f"label={OWNER_LABEL}"):
+        owner_host, _, pid = owner.rpartition(":")
+        if owner_host == host and pid.isdigit() and not _alive(int(pid)):
+            dead.append(cid)
+    if dead:
+        subprocess.run([engine, "rm", "-f", *dead], capture_output=True, timeout=120)
+    return len(dead)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,68 @@
+"""What one trial produced, in envevo's own terms (no Harbor types cross this boundary)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+
+class ErrorKind(StrEnum):
+    """Why a trial did not produce a clean reward. A fixed set, so callers can branch on it."""
+
+    OK = "ok"
+    ENVIRONMENT_BUILD_FAILURE = "environment_build_failure"
+    AGENT_TIMEOUT = "agent_timeout"
+    AGENT_ERROR = "agent_error"
+    VERIFIER_ERROR = "verifier_error"
+    REWARD_MISSING = "reward_missing"
+    INFRASTRUCTURE_ERROR = "infrastructure_error"
+
+    @property
+    def is_infrastructure(self) -> bool:
+        """Failures that say nothing about the task or the agent; callers retry these."""
+        return self is ErrorKind.INFRASTRUCTURE_ERROR
+
+
+class PhaseTimings(BaseModel):
+    """Wall seconds per trial phase; None where the phase never ran."""
+
+    environment_setup: float | None = None
+    agent: float | None = None
+    verifier: float | None = None
+    teardown: float | None = None
+    total: float | None = None
+
+
+class TrialSpec(BaseModel):
+    """One trial to run: an agent on a task in an environment."""
+
+    task_dir: Path
+    agent: str = Field(description="Harbor agent name (oracle, nop, terminus-2, …) or an import path 'pkg.mod:Class'")
+    model: str | None = None
+    env: str = Field(default="podman", description="Harbor environment type, or an import path 'pkg.mod:Class'")
+    trials_dir: Path
+    trial_name: str | None = None
+    agent_kwargs: dict = Field(default_factory=dict)
+    timeout_multiplier: float = 1.0
+
+
+class TrialOutcome(BaseModel):
+    task: str
+    agent: str
+    model: str | None = None
+    reward: float | None = None
+    rewards: dict[str, float] = Field(default_factory=dict)
+    turns: int | None = Field(default=None, description="agent turns (episodes), where the agent reports them")
+    n_input_tokens: int | None = None
+    n_output_tokens: int | None = None
+    cost_usd: float | None = None
+    timings: PhaseTimings = Field(default_factory=PhaseTimings)
+    error_kind: ErrorKind = ErrorKind.OK
+    error_message: str | None = None
+    trial_dir: Path | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.error_kind is ErrorKind.OK and self.reward is not None and self.reward >= 1.0

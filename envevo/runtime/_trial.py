@@ -1,0 +1,193 @@
+"""Run trials through Harbor's Python API and translate the result into a TrialOutcome."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+
+from envevo.runtime import _cleanup
+from envevo.runtime._harbor import (
+    AgentConfig,
+    EnvironmentConfig,
+    TaskConfig,
+    Trial,
+    TrialConfig,
+    TrialResult,
+)
+from envevo.runtime._outcome import ErrorKind, PhaseTimings, TrialOutcome, TrialSpec
+
+# Harbor exception type names, grouped by what they say about the trial.
+_AGENT_TIMEOUT = {"AgentTimeoutError"}
+_REWARD_MISSING = {"RewardFileNotFoundError", "RewardFileEmptyError"}
+_VERIFIER_ERROR = {"VerifierTimeoutError", "VerifierOutputParseError"}
+_BUILD_FAILURE = {"SandboxBuildFailedError"}
+_INFRASTRUCTURE = {
+    "AddTestsDirError",
+    "DownloadVerifierDirError",
+    "EnvironmentStartTimeoutError",
+    "AgentSetupTimeoutError",
+    "HealthcheckError",
+    "SandboxLikelyOutOfMemoryError",
+    "MemoryLimitExceededError",
+}
+# Messages Harbor's compose environments raise when `compose up --build` fails on the image build.
+_BUILD_MARKERS = ("error building", "build failed", "failed to build", "exit status", "returned a non-zero code")
+
+
+def _agent_config(spec: TrialSpec) -> AgentConfig:
+    if ":" in spec.agent:
+        return AgentConfig(import_path=spec.agent, model_name=spec.model, kwargs=spec.agent_kwargs)
+    return AgentConfig(name=spec.agent, model_name=spec.model, kwargs=spec.agent_kwargs)
+
+
+def _environment_config(spec: TrialSpec) -> EnvironmentConfig:
+    if ":" in spec.env:
+        return EnvironmentConfig(import_path=spec.env)
+    extra = [_cleanup.overlay_compose_file()] if spec.env in _cleanup.LOCAL_ENGINES else []
+    return EnvironmentConfig(type=spec.env, extra_docker_compose=extra)
+
+
+def trial_config(spec: TrialSpec) -> TrialConfig:
+    kwargs = dict(
+        task=TaskConfig(path=spec.task_dir.resolve()),
+        trials_dir=spec.trials_dir.resolve(),
+        agent=_agent_config(spec),
+        environment=_environment_config(spec),
+        timeout_multiplier=spec.timeout_multiplier,
+    )
+    if spec.trial_name:
+        kwargs["trial_name"] = spec.trial_name
+    return TrialConfig(**kwargs)
+
+
+def _span(start: datetime | None, end: datetime | None) -> float | None:
+    if start is None or end is None:
+        return None
+    return round((end - start).total_seconds(), 3)
+
+
+def _timings(r: TrialResult) -> PhaseTimings:
+    env = r.environment_setup
+    agent_start = (r.agent_setup or r.agent_execution).started_at if (r.agent_setup or r.agent_execution) else None
+    agent_end = r.agent_execution.finished_at if r.agent_execution else None
+    ver = r.verifier
+    last = max(
+        (t for t in (env and env.finished_at, agent_end, ver and ver.finished_at) if t is not None),
+        default=None,
+    )
+    return PhaseTimings(
+        environment_setup=_span(env and env.started_at, env and env.finished_at),
+        agent=_span(agent_start, agent_end),
+        verifier=_span(ver and ver.started_at, ver and ver.finished_at),
+        teardown=_span(last, r.finished_at),
+        total=_span(r.started_at, r.finished_at),
+    )
+
+
+def classify(r: TrialResult) -> tuple[ErrorKind, str | None]:
+    """Map Harbor's result to one ErrorKind, deciding by exception type first, then by phase."""
+    exc = r.exception_info
+    if exc is None:
+        if r.verifier_result is None or not r.verifier_result.rewards:
+            return ErrorKind.REWARD_MISSING, "the verifier produced no reward"
+        return ErrorKind.OK, None
+    kind, message = exc.exception_type, f"{exc.exception_type}: {exc.exception_message}".strip()
+    message = message.splitlines()[0][:500] if message else kind
+    if kind in _AGENT_TIMEOUT:
+        return ErrorKind.AGENT_TIMEOUT, message
+    if kind in _REWARD_MISSING:
+        return ErrorKind.REWARD_MISSING, message
+    if kind in _VERIFIER_ERROR:
+        return ErrorKind.VERIFIER_ERROR, message
+    if kind in _BUILD_FAILURE:
+        return ErrorKind.ENVIRONMENT_BUILD_FAILURE, message
+    if kind in _INFRASTRUCTURE or kind == "CancelledError":
+        return ErrorKind.INFRASTRUCTURE_ERROR, message
+    env_done = r.environment_setup is not None and r.environment_setup.finished_at is not None
+    if not env_done:
+        text = exc.exception_message.lower()
+        if any(m in text for m in _BUILD_MARKERS):
+            return ErrorKind.ENVIRONMENT_BUILD_FAILURE, message
+        return ErrorKind.INFRASTRUCTURE_ERROR, message
+    if r.verifier is not None and r.verifier.started_at is not None:
+        return ErrorKind.VERIFIER_ERROR, message
+    return ErrorKind.AGENT_ERROR, message
+
+
+def _turns(r: TrialResult) -> int | None:
+    meta = (r.agent_result.metadata if r.agent_result else None) or {}
+    for key in ("n_turns", "n_episodes", "turns", "episodes"):
+        value = meta.get(key)
+        if isinstance(value, int):
+            return value
+    return None
+
+
+def to_outcome(spec: TrialSpec, r: TrialResult) -> TrialOutcome:
+    kind, message = classify(r)
+    rewards = dict(r.verifier_result.rewards) if r.verifier_result and r.verifier_result.rewards else {}
+    reward = rewards.get("reward", next(iter(rewards.values()), None)) if rewards else None
+    n_in, _cache, n_out, cost = r.compute_token_cost_totals()
+    return TrialOutcome(
+        task=r.task_name,
+        agent=spec.agent,
+        model=spec.model,
+        reward=reward,
+        rewards={k: float(v) for k, v in rewards.items()},
+        turns=_turns(r),
+        n_input_tokens=n_in,
+        n_output_tokens=n_out,
+        cost_usd=cost,
+        timings=_timings(r),
+        error_kind=kind,
+        error_message=message,
+        trial_dir=spec.trials_dir.resolve() / r.trial_name,
+    )
+
+
+async def run_trial(spec: TrialSpec) -> TrialOutcome:
+    """Run one trial to completion. Failures of the task or agent become an ErrorKind, not an exception."""
+    try:
+        config = trial_config(spec)
+        trial = await Trial.create(config)
+    except Exception as exc:  # Harbor rejected the config or task before any container started
+        return TrialOutcome(
+            task=spec.task_dir.name,
+            agent=spec.agent,
+            model=spec.model,
+            error_kind=ErrorKind.INFRASTRUCTURE_ERROR,
+            error_message=f"{type(exc).__name__}: {exc}".splitlines()[0][:500],
+        )
+    result = await trial.run()
+    return to_outcome(spec, result)
+
+
+async def run_trials(
+    specs: Sequence[TrialSpec],
+    concurrency: int = 2,
+    retries: int = 1,
+    on_done: Callable[[int, TrialOutcome], Awaitable[None] | None] | None = None,
+) -> list[TrialOutcome]:
+    """Run trials with at most `concurrency` at once; results come back in the order of `specs`.
+
+    A trial that failed on infrastructure (not the task, not the agent) is re-run up to `retries` times,
+    so a flaky sandbox is not counted against the task.
+    """
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(i: int, spec: TrialSpec) -> TrialOutcome:
+        for _attempt in range(retries + 1):
+            async with gate:
+                outcome = await run_trial(spec)
+            if not outcome.error_kind.is_infrastructure:
+                break
+        if on_done is not None:
+            maybe = on_done(i, outcome)
+            if asyncio.iscoroutine(maybe):
+                await maybe
+        return outcome
+
+    return list(await asyncio.gather(*(one(i, s) for i, s in enumerate(specs))))

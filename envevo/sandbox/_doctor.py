@@ -1,0 +1,243 @@
+"""`envevo doctor`: check, and with fix=True repair, everything a local sandbox needs.
+
+Each check is idempotent and cheap when its subject is already in place, so a healthy machine is
+checked in seconds. A failing check carries one line saying what is wrong and the command that fixes it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterable
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from envevo.errors import UserError
+from envevo.sandbox import _paths
+from envevo.sandbox._base_image import build_debian_image, canonical
+
+DEFAULT_IMAGES = ("debian:bookworm-slim",)
+MIN_COMPOSE = (1, 1)
+SYSTEM_PACKAGES = {"podman": ["podman", "runc", "debootstrap"], "docker": ["debootstrap"]}
+# Settings this host class needs (DESIGN.md §5): crun fails on hybrid cgroups, and setting container
+# rlimits is not permitted. They are harmless where not needed, but written only when a probe fails.
+CONTAINERS_CONF = """\
+# Written by `envevo doctor --fix` because containers failed to start with the host defaults.
+[containers]
+default_ulimits = []
+
+[engine]
+cgroup_manager = "cgroupfs"
+runtime = "runc"
+"""
+
+
+class Status(StrEnum):
+    OK = "ok"
+    FIXED = "fixed"
+    FAIL = "fail"
+
+
+class Check(BaseModel):
+    name: str
+    status: Status
+    detail: str
+    fix: str | None = None  # the command that repairs a failure
+
+    @property
+    def ok(self) -> bool:
+        return self.status is not Status.FAIL
+
+
+def _run(args: list[str], timeout: float = 60, **kw) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(args, capture_output=True, text=True, timeout=timeout, **kw)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return subprocess.CompletedProcess(args, 127, "", str(exc))
+
+
+def _is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _apt_install(packages: list[str]) -> bool:
+    if not (_is_root() and shutil.which("apt-get")):
+        return False
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    if _run(["apt-get", "install", "-y", "-q", *packages], timeout=900, env=env).returncode == 0:
+        return True
+    _run(["apt-get", "update", "-q"], timeout=600, env=env)
+    return _run(["apt-get", "install", "-y", "-q", *packages], timeout=900, env=env).returncode == 0
+
+
+def _apt_cmd(packages: list[str]) -> str:
+    return ("" if _is_root() else "sudo ") + "apt-get install -y " + " ".join(packages)
+
+
+class Doctor:
+    """Runs the checks in dependency order; later checks are skipped when an earlier one fails."""
+
+    def __init__(self, env: str = "podman", fix: bool = False, images: Iterable[str] = DEFAULT_IMAGES):
+        if env not in ("podman", "docker"):
+            raise UserError(f"doctor checks local sandboxes only (podman or docker), not {env!r}")
+        self.engine = env
+        self.fix = fix
+        self.images = list(dict.fromkeys(images)) or list(DEFAULT_IMAGES)
+        self.checks: list[Check] = []
+
+    def run(self) -> list[Check]:
+        _paths.activate()
+        steps: list[Callable[[], Check]] = [self.python, self.engine_installed]
+        if self.engine == "podman":
+            steps += [self.runc, self.compose]
+        else:
+            steps += [self.docker_daemon]
+        steps += [self.base_images, self.container_start, self.orphans]
+        for step in steps:
+            check = step()
+            self.checks.append(check)
+            if not check.ok:
+                break
+        return self.checks
+
+    # -- individual checks -------------------------------------------------------------------
+
+    def python(self) -> Check:
+        v = sys.version_info
+        if v >= (3, 12):
+            return Check(name="python", status=Status.OK, detail=f"{v.major}.{v.minor}.{v.micro}")
+        return Check(
+            name="python", status=Status.FAIL, detail=f"Python {v.major}.{v.minor} is too old (need >= 3.12)",
+            fix="make venv  # creates .venv with a Python >= 3.12 found by scripts/find-python",
+        )
+
+    def _package_check(self, name: str, binary: str, packages: list[str]) -> Check:
+        if shutil.which(binary):
+            return Check(name=name, status=Status.OK, detail=shutil.which(binary) or binary)
+        if self.fix and _apt_install(packages) and shutil.which(binary):
+            return Check(name=name, status=Status.FIXED, detail=f"installed {' '.join(packages)}")
+        return Check(name=name, status=Status.FAIL, detail=f"{binary} is not installed", fix=_apt_cmd(packages))
+
+    def engine_installed(self) -> Check:
+        if self.engine == "docker":
+            if shutil.which("docker"):
+                return Check(name="docker", status=Status.OK, detail=shutil.which("docker") or "docker")
+            return Check(name="docker", status=Status.FAIL, detail="docker is not installed",
+                         fix="install Docker Engine (https://docs.docker.com/engine/install/) or use --env podman")
+        check = self._package_check("podman", "podman", SYSTEM_PACKAGES["podman"])
+        if check.ok:
+            version = _run(["podman", "--version"]).stdout.strip()
+            check.detail = version or check.detail
+        return check
+
+    def docker_daemon(self) -> Check:
+        proc = _run(["docker", "info", "--format", "{{.ServerVersion}}"], timeout=20)
+        if proc.returncode == 0 and proc.stdout.strip():
+            return Check(name="docker daemon", status=Status.OK, detail=f"server {proc.stdout.strip()}")
+        return Check(name="docker daemon", status=Status.FAIL, detail="the Docker daemon is not reachable",
+                     fix="start it ('sudo systemctl start docker') or use --env podman")
+
+    def runc(self) -> Check:
+        return self._package_check("runc", "runc", ["runc"])
+
+    def compose(self) -> Check:
+        def version() -> tuple[int, ...] | None:
+            out = _run(["podman-compose", "--version"]).stdout
+            m = re.search(r"podman-compose version (\d+)\.(\d+)", out) or re.search(r"(\d+)\.(\d+)\.\d+", out)
+            return (int(m.group(1)), int(m.group(2))) if m else None
+
+        pip_fix = f"{sys.executable} -m pip install 'podman-compose>=1.6,<2'"
+        found = version() if shutil.which("podman-compose") else None
+        if found and found >= MIN_COMPOSE:
+            return Check(name="compose", status=Status.OK, detail=f"podman-compose {'.'.join(map(str, found))}")
+        if self.fix and _run(pip_fix.replace("'", "").split(), timeout=600).returncode == 0:
+            found = version()
+            if found and found >= MIN_COMPOSE:
+                return Check(name="compose", status=Status.FIXED, detail=f"installed podman-compose {found[0]}.{found[1]}")
+        detail = (
+            "podman-compose is not installed" if not found
+            else f"podman-compose {found[0]}.{found[1]} is too old for Harbor (need >= 1.1)"
+        )
+        return Check(name="compose", status=Status.FAIL, detail=detail, fix=pip_fix)
+
+    def _image_exists(self, image: str) -> bool:
+        return _run([self.engine, "image", "inspect", canonical(image)], timeout=30).returncode == 0
+
+    def base_images(self) -> Check:
+        missing = [i for i in self.images if not self._image_exists(i)]
+        if not missing:
+            return Check(name="base images", status=Status.OK, detail=", ".join(self.images))
+        if not self.fix:
+            return Check(name="base images", status=Status.FAIL, detail=f"missing: {', '.join(missing)}",
+                         fix="envevo doctor --fix  # pulls them, or builds Debian images locally with debootstrap")
+        built = []
+        for image in missing:
+            # A registry may be reachable on other hosts; here it is not, so the pull is bounded.
+            if _run([self.engine, "pull", "-q", canonical(image)], timeout=60).returncode == 0:
+                built.append(f"pulled {image}")
+                continue
+            if shutil.which("debootstrap") is None and not _apt_install(["debootstrap"]):
+                return Check(name="base images", status=Status.FAIL,
+                             detail=f"cannot pull {image} and debootstrap is missing", fix=_apt_cmd(["debootstrap"]))
+            try:
+                build_debian_image(self.engine, image)
+            except UserError as exc:
+                return Check(name="base images", status=Status.FAIL, detail=str(exc),
+                             fix=f"envevo doctor --fix  # after making {image} available")
+            built.append(f"built {image} with debootstrap")
+        return Check(name="base images", status=Status.FIXED, detail="; ".join(built))
+
+    def _probe(self) -> subprocess.CompletedProcess:
+        return _run([self.engine, "run", "--rm", canonical(self.images[0]), "true"], timeout=120)
+
+    def container_start(self) -> Check:
+        proc = self._probe()
+        conf = _paths.containers_conf()
+        using = os.environ.get("CONTAINERS_CONF")
+        if proc.returncode == 0:
+            detail = f"{self.engine} run works" + (f" (CONTAINERS_CONF={using})" if using else "")
+            return Check(name="container start", status=Status.OK, detail=detail)
+        error = (proc.stderr.strip().splitlines() or ["unknown error"])[-1][:200]
+        if self.engine == "podman" and self.fix and using in (None, str(conf)):
+            conf.parent.mkdir(parents=True, exist_ok=True)
+            conf.write_text(CONTAINERS_CONF)
+            os.environ["CONTAINERS_CONF"] = str(conf)
+            if self._probe().returncode == 0:
+                return Check(name="container start", status=Status.FIXED,
+                             detail=f"wrote {conf} (envevo applies it itself; for other tools: export CONTAINERS_CONF={conf})")
+        return Check(name="container start", status=Status.FAIL, detail=f"{self.engine} run fails: {error}",
+                     fix="envevo doctor --fix" if not self.fix else f"{self.engine} run --rm {self.images[0]} true  # and read the error")
+
+    def orphans(self) -> Check:
+        from envevo.runtime._cleanup import list_containers, sweep_orphans
+
+        if self.fix:
+            n = sweep_orphans(self.engine)
+            if n:
+                return Check(name="leftover sandboxes", status=Status.FIXED, detail=f"removed {n} from dead envevo runs")
+        left = list_containers(self.engine)
+        return Check(name="leftover sandboxes", status=Status.OK,
+                     detail=f"{len(left)} envevo container(s) running" if left else "none")
+
+
+def images_of(task_dirs: Iterable[Path]) -> list[str]:
+    """Base images named by FROM lines in the tasks' Dockerfiles (build stages excluded)."""
+    images: list[str] = []
+    for d in task_dirs:
+        dockerfile = Path(d) / "environment" / "Dockerfile"
+        if not dockerfile.is_file():
+            continue
+        stages: set[str] = set()
+        for line in dockerfile.read_text(errors="replace").splitlines():
+            m = re.match(r"\s*FROM\s+(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?", line, re.IGNORECASE)
+            if m:
+                if m.group(1).lower() not in stages:
+                    images.append(m.group(1))
+                if m.group(2):
+                    stages.add(m.group(2).lower())
+    return list(dict.fromkeys(images))

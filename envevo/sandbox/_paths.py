@@ -1,0 +1,33 @@
+"""Where envevo keeps host-side sandbox state, and the process settings every command applies."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+
+def home() -> Path:
+    """envevo's state folder: $ENVEVO_HOME, else ~/.envevo."""
+    return Path(os.environ.get("ENVEVO_HOME") or Path.home() / ".envevo")
+
+
+def containers_conf() -> Path:
+    """The project-local containers.conf written by `envevo doctor --fix` where the host needs one."""
+    return home() / "containers.conf"
+
+
+def activate() -> None:
+    """Apply the sandbox settings to this process and the engines it starts.
+
+    - CONTAINERS_CONF names our containers.conf when doctor wrote one and the user set none.
+    - The interpreter's bin folder goes on PATH, so the podman-compose installed beside envevo is
+      found even when the virtual environment is not activated.
+    """
+    conf = containers_conf()
+    if "CONTAINERS_CONF" not in os.environ and conf.is_file():
+        os.environ["CONTAINERS_CONF"] = str(conf)
+    bindir = str(Path(sys.executable).parent)
+    path = os.environ.get("PATH", "")
+    if bindir not in path.split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + path

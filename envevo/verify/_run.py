@@ -1,0 +1,54 @@
+"""Verify many tasks: every verifier's trials in one bounded pool, then one Verdict per task."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from envevo.runtime import TrialOutcome, TrialSpec, run_trials
+from envevo.verify._verdict import Verdict
+from envevo.verify._verifiers import InvalidTestVerifier, OracleVerifier, TrialVerifier
+
+
+def default_verifiers(repeats: int = 2) -> list[TrialVerifier]:
+    return [OracleVerifier(repeats=repeats), InvalidTestVerifier()]
+
+
+async def verify_tasks(
+    tasks: Sequence[tuple[str, Path]],
+    trials_dir: Path,
+    env: str = "podman",
+    verifiers: Sequence[TrialVerifier] | None = None,
+    concurrency: int = 3,
+    retries: int = 1,
+    on_trial_done: Callable[[TrialOutcome], None] | None = None,
+) -> list[Verdict]:
+    """Verify (name, runnable task dir) pairs. A task is ok only if every verifier passes."""
+    verifiers = list(verifiers) if verifiers is not None else default_verifiers()
+    plan: list[tuple[int, str, TrialSpec]] = []  # (task index, verifier name, spec)
+    for i, (name, task_dir) in enumerate(tasks):
+        for v in verifiers:
+            for spec in v.trial_specs(task_dir, env, trials_dir / name):
+                plan.append((i, v.name, spec))
+
+    def done(_k: int, outcome: TrialOutcome) -> None:
+        if on_trial_done is not None:
+            on_trial_done(outcome)
+
+    outcomes = await run_trials([spec for _, _, spec in plan], concurrency=concurrency, retries=retries, on_done=done)
+
+    verdicts = []
+    for i, (name, task_dir) in enumerate(tasks):
+        reports = {}
+        for v in verifiers:
+            runs = [o for (ti, vn, _), o in zip(plan, outcomes) if ti == i and vn == v.name]
+            reports[v.name] = v.judge(runs)
+        verdicts.append(
+            Verdict(
+                task=name,
+                task_dir=task_dir,
+                ok=all(r.passed for r in reports.values()),
+                reports=reports,
+            )
+        )
+    return verdicts
