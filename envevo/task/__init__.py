@@ -1,0 +1,62 @@
+"""Tasks: a Harbor task directory in memory.
+
+Load Harbor (any schema version) or Terminal-Bench 1 tasks, save current Harbor, hash content,
+split into components, diff, and rewrite images for air-gapped hosts. No Harbor import here:
+only envevo.runtime talks to Harbor.
+"""
+
+from envevo.task._components import COMPONENTS, Component, check_component, component_of
+from envevo.task._config import CURRENT_SCHEMA_VERSION
+from envevo.task._diff import ComponentDiff, FileChange, TaskDiff, diff_tasks
+from envevo.task._files import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_TOTAL_BYTES, TaskFile, safe_relpath
+from envevo.task._images import (
+    ImageMap,
+    canonical_image,
+    image_map_from_file,
+    image_map_from_specs,
+    load_image_map,
+    materialize,
+    parse_image_spec,
+    prepare_runnable,
+    rewrite_compose,
+    rewrite_dockerfile,
+    rewrite_images,
+    task_images,
+)
+from envevo.task._load import content_hash, detect_format, dir_hash, load_task, looks_like_task, save
+from envevo.task._model import Task
+
+__all__ = [
+    "COMPONENTS",
+    "CURRENT_SCHEMA_VERSION",
+    "DEFAULT_MAX_FILE_BYTES",
+    "DEFAULT_MAX_TOTAL_BYTES",
+    "Component",
+    "ComponentDiff",
+    "FileChange",
+    "ImageMap",
+    "Task",
+    "TaskDiff",
+    "TaskFile",
+    "canonical_image",
+    "check_component",
+    "component_of",
+    "content_hash",
+    "detect_format",
+    "diff_tasks",
+    "dir_hash",
+    "image_map_from_file",
+    "image_map_from_specs",
+    "load_image_map",
+    "load_task",
+    "looks_like_task",
+    "materialize",
+    "parse_image_spec",
+    "prepare_runnable",
+    "rewrite_compose",
+    "rewrite_dockerfile",
+    "rewrite_images",
+    "safe_relpath",
+    "save",
+    "task_images",
+]
