@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from envevo.runtime import TrialOutcome, TrialSpec, run_trials
+from envevo.task import Task
+from envevo.verify._rubric import TaskVerifier
 from envevo.verify._verdict import Verdict
 from envevo.verify._verifiers import InvalidTestVerifier, OracleVerifier, TrialVerifier
 
@@ -22,6 +25,7 @@ async def verify_tasks(
     concurrency: int = 3,
     retries: int = 1,
     on_trial_done: Callable[[TrialOutcome], None] | None = None,
+    gate: asyncio.Semaphore | None = None,
 ) -> list[Verdict]:
     """Verify (name, runnable task dir) pairs. A task is ok only if every verifier passes."""
     verifiers = list(verifiers) if verifiers is not None else default_verifiers()
@@ -35,7 +39,7 @@ async def verify_tasks(
         if on_trial_done is not None:
             on_trial_done(outcome)
 
-    outcomes = await run_trials([spec for _, _, spec in plan], concurrency=concurrency, retries=retries, on_done=done)
+    outcomes = await run_trials([spec for _, _, spec in plan], concurrency=concurrency, retries=retries, on_done=done, gate=gate)
 
     verdicts = []
     for i, (name, task_dir) in enumerate(tasks):
@@ -52,3 +56,23 @@ async def verify_tasks(
             )
         )
     return verdicts
+
+
+async def verify_candidate(
+    task: Task,
+    task_dir: Path,
+    trials_dir: Path,
+    env: str = "podman",
+    verifiers: Sequence[TrialVerifier] | None = None,
+    checks: Sequence[TaskVerifier] = (),
+    gate: asyncio.Semaphore | None = None,
+    on_trial_done: Callable[[TrialOutcome], None] | None = None,
+) -> Verdict:
+    """One task through the container verifiers and the file checks (e.g. the rubric), all in parallel."""
+    (trial_verdict, *reports) = await asyncio.gather(
+        verify_tasks([(task.name, task_dir)], trials_dir, env=env, verifiers=verifiers, gate=gate, on_trial_done=on_trial_done),
+        *(c.check(task, task_dir) for c in checks),
+    )
+    verdict = trial_verdict[0]
+    all_reports = {**verdict.reports, **{r.name: r for r in reports}}
+    return Verdict(task=verdict.task, task_dir=task_dir, ok=all(r.passed for r in all_reports.values()), reports=all_reports)

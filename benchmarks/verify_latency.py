@@ -1,0 +1,117 @@
+"""Verification latency of one seed against the floor of the same container work.
+
+envevo: `verify_tasks` on one task: oracle ×2 and nop, in parallel, through Harbor.
+floor:  the same three runs with bare podman: run a container from the already-built image, copy the
+        solution and tests in, run solve.sh (oracle runs only) and test.sh, read the reward, remove it.
+
+Both sides run warm (the image is built first, untimed) and side by side in one process, alternating,
+so machine noise hits both. Prints the medians and the ratio envevo / floor.
+
+    python benchmarks/verify_latency.py [TASK_DIR] [--rounds N] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from envevo.sandbox import activate  # noqa: E402
+from envevo.verify import verify_tasks  # noqa: E402
+
+ENGINE = "podman"
+
+
+def sh(*args: str, check: bool = True) -> str:
+    return subprocess.run(args, check=check, capture_output=True, text=True).stdout.strip()
+
+
+def build_image(task: Path) -> str:
+    tag = f"envevo-bench-{task.name}:latest"
+    sh(ENGINE, "build", "-q", "-t", tag, str(task / "environment"))
+    return tag
+
+
+async def floor_run(image: str, task: Path, oracle: bool) -> float:
+    """One trial's container work with nothing on top: start, copy in, solve, test, read reward, remove."""
+
+    async def run(*args: str) -> str:
+        proc = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+        out, _ = await proc.communicate()
+        return out.decode().strip()
+
+    cid = await run(ENGINE, "run", "-d", "--stop-signal", "SIGKILL", image, "sleep", "infinity")
+    try:
+        await run(ENGINE, "exec", cid, "mkdir", "-p", "/logs/verifier", "/logs/agent")
+        if oracle:
+            await run(ENGINE, "cp", str(task / "solution"), f"{cid}:/solution")
+            await run(ENGINE, "exec", cid, "bash", "/solution/solve.sh")
+        await run(ENGINE, "cp", str(task / "tests"), f"{cid}:/tests")
+        await run(ENGINE, "exec", cid, "bash", "/tests/test.sh")
+        reward = await run(ENGINE, "exec", cid, "cat", "/logs/verifier/reward.txt")
+    finally:
+        await run(ENGINE, "rm", "-f", cid)
+    expected = "1" if oracle else "0"
+    if not reward.startswith(expected):
+        raise SystemExit(f"floor run on {task.name} gave reward {reward!r}, expected {expected}")
+    return float(reward)
+
+
+async def floor(image: str, task: Path) -> float:
+    t0 = time.monotonic()
+    await asyncio.gather(floor_run(image, task, True), floor_run(image, task, True), floor_run(image, task, False))
+    return time.monotonic() - t0
+
+
+async def envevo_verify(task: Path, jobs: Path) -> float:
+    t0 = time.monotonic()
+    (verdict,) = await verify_tasks([(task.name, task)], jobs, env=ENGINE, concurrency=3)
+    if not verdict.ok:
+        raise SystemExit(f"{task.name} did not verify: {verdict.reasons}")
+    return time.monotonic() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("task", nargs="?", type=Path, default=ROOT / "examples" / "seeds" / "csv-etl")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    activate()
+    task = args.task.resolve()
+    image = build_image(task)
+    ours, base = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        asyncio.run(envevo_verify(task, Path(tmp) / "warmup"))  # builds Harbor's image tag; untimed
+        for i in range(args.rounds):
+            base.append(asyncio.run(floor(image, task)))
+            ours.append(asyncio.run(envevo_verify(task, Path(tmp) / f"r{i}")))
+    result = {
+        "task": task.name,
+        "rounds": args.rounds,
+        "envevo_verify_s": round(statistics.median(ours), 2),
+        "floor_s": round(statistics.median(base), 2),
+        "ratio": round(statistics.median(ours) / statistics.median(base), 2),
+        "envevo_all_s": [round(x, 2) for x in ours],
+        "floor_all_s": [round(x, 2) for x in base],
+    }
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"task {task.name}: oracle x2 + nop in parallel, median of {args.rounds} rounds")
+        print(f"  envevo verify : {result['envevo_verify_s']:6.2f} s   {result['envevo_all_s']}")
+        print(f"  podman floor  : {result['floor_s']:6.2f} s   {result['floor_all_s']}")
+        print(f"  ratio         : {result['ratio']:6.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+from envevo.cli.main import main
+
+main()

@@ -1,0 +1,18 @@
+"""ξ (scenario–skill trajectories), reference distributions p_T, D_T, and checks on edits of ξ."""
+
+from envevo.trace._difficulty import Difficulty, ReferenceDistribution, difficulty
+from envevo.trace._edits import Direction, Effort, check_direction, check_effort, edit_spans
+from envevo.trace._model import Step, Trace
+
+__all__ = [
+    "Difficulty",
+    "Direction",
+    "Effort",
+    "ReferenceDistribution",
+    "Step",
+    "Trace",
+    "check_direction",
+    "check_effort",
+    "difficulty",
+    "edit_spans",
+]
