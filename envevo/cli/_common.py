@@ -62,7 +62,24 @@ def user_errors(fn):
         except UserError as exc:
             fail(str(exc))
         except KeyboardInterrupt:
+            _quiet_closed_loop_noise()
             err.print("interrupted: sandboxes were torn down; re-run the command to continue")
             raise typer.Exit(130)
 
     return wrapper
+
+
+def _quiet_closed_loop_noise() -> None:
+    """After Ctrl-C, asyncio subprocess transports can be collected once their loop is closed, and Python
+    prints an 'Exception ignored … Event loop is closed' traceback for each. The sandboxes are already torn
+    down by then; silence only that message."""
+    import sys
+
+    default = sys.unraisablehook
+
+    def hook(unraisable):
+        if isinstance(unraisable.exc_value, RuntimeError) and "Event loop is closed" in str(unraisable.exc_value):
+            return
+        default(unraisable)
+
+    sys.unraisablehook = hook
