@@ -25,11 +25,15 @@ def _root(version: bool = typer.Option(False, "--version", help="Print the versi
 
 
 def _register() -> None:
-    from envevo.cli import doctor_cmd, verify_cmd
+    from envevo.cli import doctor_cmd, evolve_cmd, lineage_cmd, verify_cmd
     from envevo.cli.task_cmd import task_app
 
     app.command("doctor")(doctor_cmd.doctor)
     app.command("verify")(verify_cmd.verify)
+    app.command("evolve")(evolve_cmd.evolve)
+    app.command("report")(evolve_cmd.report)
+    app.command("export")(lineage_cmd.export)
+    app.add_typer(lineage_cmd.lineage_app, name="lineage", help="Inspect lineages: generations, D_T, mutation rates.")
     app.add_typer(task_app, name="task", help="Inspect tasks: content hash, per-component diff, TB1 import.")
 
 

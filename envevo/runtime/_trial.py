@@ -168,15 +168,17 @@ async def run_trials(
     concurrency: int = 2,
     retries: int = 1,
     on_done: Callable[[int, TrialOutcome], Awaitable[None] | None] | None = None,
+    gate: asyncio.Semaphore | None = None,
 ) -> list[TrialOutcome]:
     """Run trials with at most `concurrency` at once; results come back in the order of `specs`.
 
     A trial that failed on infrastructure (not the task, not the agent) is re-run up to `retries` times,
-    so a flaky sandbox is not counted against the task.
+    so a flaky sandbox is not counted against the task. Pass `gate` to share one bound between callers
+    (e.g. several lineages evolving at once); `concurrency` is then ignored.
     """
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
-    gate = asyncio.Semaphore(concurrency)
+    gate = gate or asyncio.Semaphore(concurrency)
 
     async def one(i: int, spec: TrialSpec) -> TrialOutcome:
         for _attempt in range(retries + 1):

@@ -1,0 +1,154 @@
+"""`envevo evolve` and `envevo report`: evolve seeds into lineages, then render the run."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from envevo.cli._common import err, out, print_json, user_errors
+from envevo.errors import UserError
+from envevo.trace import Effort
+
+
+def make_engine(name: str):
+    """The engine and its rubric-slot checks."""
+    if name == "procedural":
+        from envevo.evolve.engines.procedural import ProceduralEngine, quality_check
+        from envevo.verify import RuleRubric
+
+        return ProceduralEngine(), [RuleRubric(quality_check)]
+    if name == "llm":
+        raise UserError("the LLM engine is not available in this release yet; use --engine procedural")
+    raise UserError(f"unknown engine {name!r}: use procedural or llm")
+
+
+def _settings(store, given, resume: bool):
+    """The run's settings: new ones are stored; a resume keeps the stored ones (generations may grow)."""
+    from envevo.evolve import EvolveConfig
+
+    stored = store.run_config()
+    if stored is None:
+        store.set_run_config(given.model_dump(mode="json"))
+        return given
+    if not resume:
+        raise UserError(f"{store.run_dir} already holds a run: pass --resume to continue it, or choose another --out")
+    old = EvolveConfig(**stored)
+    clash = old.resumable_with(given)
+    if clash:
+        raise UserError(f"--resume with different settings ({'; '.join(clash)}); drop them or use another --out")
+    merged = old.model_copy(update={k: getattr(given, k) for k in ("generations", "trial_concurrency", "lineage_concurrency", "env")})
+    store.set_run_config(merged.model_dump(mode="json"))
+    return merged
+
+
+@user_errors
+def evolve(
+    seeds: list[Path] = typer.Argument(..., help="Seed task dirs (e.g. made by `envevo seed procedural`)."),
+    out_dir: Path = typer.Option(..., "--out", help="Run dir: holds the lineage store."),
+    engine_name: str = typer.Option("procedural", "--engine", help="procedural (offline) or llm."),
+    generations: int = typer.Option(15, "--generations", min=1, help="Generations per lineage."),
+    effort: Effort = typer.Option(Effort.HIGH, "--effort", help="low: one pair; high: one contiguous span; max: anything."),
+    seed: int = typer.Option(0, "--seed", help="Random seed of the run (direction order, every engine choice)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue a run stored in --out."),
+    concurrency: int = typer.Option(1, "--concurrency", min=1, help="Lineages evolving at once."),
+    trial_concurrency: int = typer.Option(3, "--trial-concurrency", min=1, help="Sandbox trials at once, across lineages."),
+    env: str = typer.Option("podman", "--env", help="Harbor environment for verification."),
+    repeats: int = typer.Option(2, "--repeats", min=1, help="Oracle runs per candidate."),
+    plan_budget: int = typer.Option(3, "--plan-budget", min=1, help="Proposer→Reviewer rounds per direction."),
+    env_budget: int = typer.Option(3, "--env-budget", min=1, help="Modifier→verifier rounds per plan."),
+    json_out: bool = typer.Option(False, "--json", help="Print a JSON summary per lineage."),
+) -> None:
+    """Evolve each seed into a lineage of harder, verified generations."""
+    from envevo.cli.verify_cmd import preflight
+    from envevo.evolve import EvolveConfig, evolve as run_evolve
+    from envevo.store import LineageStore
+    from envevo.task import load_task
+
+    preflight(env)
+    engine, checks = make_engine(engine_name)
+    given = EvolveConfig(
+        engine=engine_name, generations=generations, effort=effort, seed=seed, plan_budget=plan_budget,
+        env_budget=env_budget, env=env, repeats=repeats, trial_concurrency=trial_concurrency,
+        lineage_concurrency=concurrency,
+    )
+    tasks = [load_task(s) for s in seeds]
+    # Refuse seeds the engine cannot read before anything is written.
+    traces = [asyncio.run(engine.extract_trace(t)) for t in tasks]
+    if out_dir.exists() and not resume and any(out_dir.iterdir()) and not (out_dir / "store.sqlite").exists():
+        raise UserError(f"{out_dir} exists and is not an envevo run; choose another --out")
+    store = LineageStore.open(out_dir, create=True)
+    cfg = _settings(store, given, resume)
+
+    from envevo.trace import difficulty
+
+    lineages = []
+    for path, task, trace in zip(seeds, tasks, traces):
+        lid = store.create_lineage(path.resolve().name, task, trace=trace, difficulty=difficulty(trace, engine.reference()))
+        lin = store.lineage(lid)
+        if lin.status != "running" and lin.latest_generation < cfg.generations and lin.status == "done":
+            store.finish_lineage(lid, "running")  # a resume asking for more generations reopens it
+            lin = store.lineage(lid)
+        if lin.status == "running":
+            lineages.append(lid)
+
+    bar = Progress(
+        TextColumn("{task.fields[lineage]}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.fields[stage]}"), console=err,
+    )
+    bars = {}
+    with bar:
+        for lid in lineages:
+            done = store.lineage(lid).latest_generation
+            bars[lid] = bar.add_task("", total=cfg.generations, completed=done, lineage=lid, stage="")
+
+        def on_event(e):
+            task_id = bars.get(e.lineage)
+            if task_id is None:
+                return
+            stage = f"g{e.generation:02d} {e.stage}: {e.detail}"
+            if e.stage == "accepted":
+                bar.update(task_id, completed=e.generation, stage=stage)
+            else:
+                bar.update(task_id, stage=stage)
+
+        asyncio.run(run_evolve(store, lineages, engine, cfg, checks=checks, on_event=on_event))
+
+    summary = []
+    for lin in store.lineages():
+        versions = store.versions(lin.id)
+        summary.append({
+            "lineage": lin.id, "status": str(lin.status), "reason": lin.reason, "generations": lin.latest_generation,
+            "L": [v.L for v in versions], "D_T": [v.D_T for v in versions],
+        })
+    if json_out:
+        print_json({"run": str(out_dir.resolve()), "lineages": summary})
+    else:
+        table = Table(title=f"envevo evolve → {out_dir}")
+        for col in ("lineage", "status", "generations", "L", "D_T first → last", "reason"):
+            table.add_column(col, overflow="fold")
+        for s in summary:
+            dts = [d for d in s["D_T"] if d is not None]
+            table.add_row(s["lineage"], s["status"], str(s["generations"]), " ".join(map(str, s["L"])),
+                          f"{dts[0]:.2f} → {dts[-1]:.2f}" if dts else "-", s["reason"] or "")
+        out.print(table)
+        err.print(f"next: envevo lineage show {out_dir} · envevo report {out_dir}")
+
+
+@user_errors
+def report(
+    run: Path = typer.Argument(..., help="Run dir written by `envevo evolve`."),
+    out_file: Path | None = typer.Option(None, "--out", help="HTML file to write (default RUN/report.html)."),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Write a self-contained HTML report: D_T and its terms, mutation rates, ξ and diffs per generation."""
+    from envevo.report import build_report
+
+    path = build_report(run, out_file)
+    if json_out:
+        print_json({"report": str(path.resolve())})
+    else:
+        out.print(f"report: {path.resolve()}")

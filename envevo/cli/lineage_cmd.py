@@ -1,0 +1,221 @@
+"""`envevo lineage show|stats` and `envevo export`: read a run's lineage store, print it, export it."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from envevo.cli._common import err, out, print_json, user_errors
+
+lineage_app = typer.Typer(
+    help="Inspect the lineages of an evolve run: generations, ξ length, D_T, mutations, mutation-rate stats.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+RUN_HELP = "Run directory: the --out of `envevo evolve`."
+
+
+def _fmt(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def lineage_json(store: Any, lineage_id: str) -> dict[str, Any]:
+    """The `lineage show --json` object of one lineage."""
+    lin = store.lineage(lineage_id)
+    tried: dict[int, int] = {}
+    for c in store.candidates(lineage_id):
+        tried[c.generation] = tried.get(c.generation, 0) + 1
+    generations = []
+    for v in store.versions(lineage_id):
+        d = v.difficulty
+        generations.append(
+            {
+                "generation": v.generation,
+                "direction": v.direction,
+                "effort": v.effort,
+                "L": v.L,
+                "D_T": d.D_T if d else None,
+                "scenario_novelty": d.scenario_novelty if d else None,
+                "skill_rarity": d.skill_rarity if d else None,
+                "estimator": d.estimator if d else None,
+                "mutated": list(v.mutated),
+                "verified": v.verified,
+                "task_hash": v.task_hash,
+                "parent_hash": v.parent_hash,
+                "candidates": tried.get(v.generation, 0),
+                "xi": v.trace.pretty() if v.trace else None,
+                "trace": v.trace.model_dump(mode="json") if v.trace else None,
+                "task_dir": str(store.paths.task_dir(v.task_hash)),
+            }
+        )
+    return {
+        "id": lin.id,
+        "seed": lin.seed_name,
+        "seed_hash": lin.seed_hash,
+        "status": lin.status.value,
+        "reason": lin.reason,
+        "latest_generation": lin.latest_generation,
+        "generations": generations,
+    }
+
+
+@lineage_app.command("show")
+@user_errors
+def show(
+    run: Path = typer.Argument(..., help=RUN_HELP),
+    lineage: str | None = typer.Option(None, "--lineage", help="Only this lineage (its id, as listed by `show`)."),
+    json_out: bool = typer.Option(
+        False, "--json", help="Print one JSON object: {run, lineages: [{…, generations: […]}]}."
+    ),
+) -> None:
+    """Per lineage: each generation's direction, ξ length L, D_T and its terms, mutated components, verification."""
+    from envevo.store import LineageStore
+
+    with LineageStore.open(run, create=False) as store:
+        ids = [lineage] if lineage is not None else [lin.id for lin in store.lineages()]
+        data = {"run": str(store.run_dir), "lineages": [lineage_json(store, i) for i in ids]}
+    if json_out:
+        print_json(data)
+        return
+    if not data["lineages"]:
+        err.print(f"run {data['run']} has no lineages yet")
+        return
+    for lin in data["lineages"]:
+        status = lin["status"] + (f": {lin['reason']}" if lin["reason"] else "")
+        efforts = {g["effort"] for g in lin["generations"] if g["effort"]}
+        effort = f", effort {efforts.pop()}" if len(efforts) == 1 else ""
+        table = Table(
+            title=escape(f"lineage {lin['id']} (seed {lin['seed']}{effort}) [{status}]"),
+            title_justify="left",
+            caption=MUTATION_LEGEND,
+            caption_justify="left",
+        )
+        for col in ("gen", "direction", "L", "D_T", "novelty", "rarity", "mutated", "verified"):
+            table.add_column(col, justify="left" if col in ("direction", "mutated", "verified") else "right")
+        for g in lin["generations"]:
+            direction = g["direction"] or "seed"
+            if not effort and g["effort"]:
+                direction += f"/{g['effort']}"
+            table.add_row(
+                f"{g['generation']:02d}",
+                direction,
+                "-" if g["L"] is None else str(g["L"]),
+                _fmt(g["D_T"]),
+                _fmt(g["scenario_novelty"]),
+                _fmt(g["skill_rarity"]),
+                mutation_flags(g["mutated"]),
+                "[green]yes[/]" if g["verified"] else "[yellow]no[/]",
+            )
+        out.print(table)
+
+
+#: One letter per component, in canonical order, for compact tables.
+MUTATION_FLAGS = (("instruction", "I"), ("environment", "E"), ("verification", "V"), ("solution", "S"), ("config", "C"))
+MUTATION_LEGEND = "mutated: I instruction, E environment, V verification, S solution, C config"
+
+
+def mutation_flags(mutated: list[str]) -> str:
+    """``['instruction', 'verification']`` -> ``I·V··``."""
+    return "".join(letter if name in mutated else "·" for name, letter in MUTATION_FLAGS)
+
+
+@lineage_app.command("stats")
+@user_errors
+def stats(
+    runs: list[Path] = typer.Argument(..., help="One or more run directories; their lineages are pooled."),
+    json_out: bool = typer.Option(False, "--json", help="Print the rates as one JSON object."),
+) -> None:
+    """Mutation rates per generation and component (the paper's Figure 4), their means, and rates per direction."""
+    from envevo.store import RATE_COMPONENTS, mutation_rates
+
+    result = mutation_rates(runs)
+    if json_out:
+        print_json(result.model_dump(mode="json"))
+        return
+    table = Table(
+        title=f"mutation rates: {result.lineages} lineage(s) in {len(result.runs)} run(s)",
+        caption="fraction of the n lineages at generation g whose component changed from g−1; "
+        "total: instruction, environment or verification changed",
+        caption_justify="left",
+        title_justify="left",
+    )
+    table.add_column("gen", justify="right")
+    table.add_column("n", justify="right")
+    for c in RATE_COMPONENTS:
+        table.add_column(c, justify="right")
+    table.add_column("total", justify="right")
+    for g in result.generations:
+        table.add_row(f"{g.generation:02d}", str(g.n), *(_pct(g.rates[c]) for c in RATE_COMPONENTS), _pct(g.total))
+    table.add_section()
+    table.add_row("mean", "", *(_pct(result.mean[c]) for c in RATE_COMPONENTS), _pct(result.mean_total), style="bold")
+    out.print(table)
+    if result.by_direction:
+        by_dir = Table(title="by direction (pooled over generations)", title_justify="left")
+        by_dir.add_column("direction")
+        by_dir.add_column("n", justify="right")
+        for c in RATE_COMPONENTS:
+            by_dir.add_column(c, justify="right")
+        by_dir.add_column("total", justify="right")
+        for d in result.by_direction:
+            by_dir.add_row(d.direction, str(d.n), *(_pct(d.rates[c]) for c in RATE_COMPONENTS), _pct(d.total))
+        out.print(by_dir)
+
+
+class ExportFormat(StrEnum):
+    HARBOR = "harbor"
+    JSONL = "jsonl"
+    PARQUET = "parquet"
+
+
+@user_errors
+def export(
+    run: Path = typer.Argument(..., help=RUN_HELP),
+    out_path: Path = typer.Option(
+        ...,
+        "--out",
+        help="harbor: the dataset folder to create. jsonl/parquet: a .jsonl/.parquet file, or a folder for versions.<format>.",
+    ),
+    format: ExportFormat = typer.Option(
+        ExportFormat.HARBOR,
+        "--format",
+        help="harbor (a dataset folder for `harbor run -p`), jsonl or parquet (a flat index).",
+    ),  # noqa: A002
+    lineage: str | None = typer.Option(
+        None, "--lineage", help="Only this lineage (its id, as listed by `lineage show`)."
+    ),
+    force: bool = typer.Option(False, "--force", help="harbor: replace an existing, non-empty dataset folder."),
+    json_out: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
+) -> None:
+    """Export every committed version: a Harbor dataset folder (<lineage>__g<NN>), or a JSONL/Parquet index."""
+    from envevo.store import LineageStore, export_flat, export_harbor
+
+    with LineageStore.open(run, create=False) as store:
+        if format is ExportFormat.HARBOR:
+            paths = export_harbor(store, out_path, lineage_id=lineage, overwrite=force)
+            result: dict[str, Any] = {
+                "format": "harbor",
+                "out": str(out_path.expanduser().absolute()),
+                "tasks": len(paths),
+                "names": [p.name for p in paths],
+            }
+            message = f"wrote {len(paths)} task(s) to {result['out']}"
+        else:
+            target = export_flat(store, out_path, format.value, lineage_id=lineage)  # type: ignore[arg-type]
+            rows = len(store.versions(lineage))
+            result = {"format": format.value, "out": str(target), "rows": rows}
+            message = f"wrote {rows} version(s) to {target}"
+    if json_out:
+        print_json(result)
+    else:
+        out.print(message, highlight=False)

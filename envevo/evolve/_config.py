@@ -1,0 +1,25 @@
+"""Settings of an evolution run; stored with the run so `--resume` continues with the same ones."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from envevo.trace import Effort
+
+
+class EvolveConfig(BaseModel):
+    engine: str = "procedural"
+    generations: int = Field(15, ge=1, description="generations per lineage (the paper evolves 15)")
+    effort: Effort = Effort.HIGH
+    seed: int = Field(0, description="the run's random seed: direction order and every engine choice derive from it")
+    plan_budget: int = Field(3, ge=1, description="Proposer→Reviewer rounds per direction")
+    env_budget: int = Field(3, ge=1, description="Modifier→verifiers rounds per accepted plan")
+    env: str = "podman"
+    repeats: int = Field(2, ge=1, description="oracle runs per candidate")
+    trial_concurrency: int = Field(3, ge=1, description="trials running at once across all lineages")
+    lineage_concurrency: int = Field(1, ge=1, description="lineages evolving at once")
+
+    def resumable_with(self, other: EvolveConfig) -> list[str]:
+        """Settings that must match for a resumed run to continue the same lineages."""
+        keys = ("engine", "effort", "seed")
+        return [f"{k}: stored {getattr(self, k)!r}, given {getattr(other, k)!r}" for k in keys if getattr(self, k) != getattr(other, k)]

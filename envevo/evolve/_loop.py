@@ -1,0 +1,174 @@
+"""The generation loop of the paper, independent of the engine.
+
+One generation = plan refinement (Proposer ⇄ Reviewer per direction, directions shuffled anew) followed by
+environment refinement (Modifier ⇄ oracle | invalid-test | rubric verifiers, in parallel). The loop, not
+the engine, enforces direction semantics and effort bounds, and it stores every plan and candidate,
+accepted or not. A generation becomes durable only at `commit_generation`, so a crash loses at most the
+generation in flight and `--resume` continues from the last committed one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from envevo.evolve._config import EvolveConfig
+from envevo.evolve._engine import Engine, GenerationContext, Proposal, Review
+from envevo.store import LineageStore
+from envevo.task import Task, save
+from envevo.trace import Direction, check_direction, check_effort, difficulty
+from envevo.verify import InvalidTestVerifier, OracleVerifier, TaskVerifier, verify_candidate
+
+
+@dataclass(frozen=True)
+class Event:
+    """Progress of a lineage, for progress bars and logs."""
+
+    lineage: str
+    generation: int
+    stage: str  # generation | direction | plan | candidate | trial | accepted | terminated | done
+    detail: str = ""
+
+
+def direction_order(seed: int, lineage: str, generation: int) -> list[Direction]:
+    """Directions shuffled anew each generation, reproducibly from the run seed."""
+    order = list(Direction)
+    random.Random(f"{seed}|{lineage}|{generation}|directions").shuffle(order)
+    return order
+
+
+class LineageRunner:
+    def __init__(
+        self,
+        store: LineageStore,
+        engine: Engine,
+        config: EvolveConfig,
+        checks: Sequence[TaskVerifier] = (),
+        gate: asyncio.Semaphore | None = None,
+        on_event: Callable[[Event], None] | None = None,
+    ):
+        self.store = store
+        self.engine = engine
+        self.cfg = config
+        self.checks = list(checks)
+        self.gate = gate or asyncio.Semaphore(config.trial_concurrency)
+        self.on_event = on_event or (lambda e: None)
+        self.verifiers = [OracleVerifier(repeats=config.repeats), InvalidTestVerifier()]
+
+    async def run(self, lineage: str) -> str:
+        """Evolve one lineage up to the configured generation count; returns its final status."""
+        while True:
+            parent = self.store.latest_version(lineage)
+            g = parent.generation + 1
+            if g > self.cfg.generations:
+                self.store.finish_lineage(lineage, "done", f"reached generation {parent.generation}")
+                self.on_event(Event(lineage, parent.generation, "done"))
+                return "done"
+            reason = await self.generation(lineage, g, parent)
+            if reason is not None:
+                self.store.finish_lineage(lineage, "terminated", reason)
+                self.on_event(Event(lineage, g, "terminated", reason))
+                return "terminated"
+
+    async def generation(self, lineage: str, g: int, parent) -> str | None:
+        """Run generation g on top of `parent`; None when a version was committed, else why the lineage ends."""
+        task = self.store.load_version_task(parent.task_hash)
+        trace = await self.engine.extract_trace(task)
+        self.on_event(Event(lineage, g, "generation", f"L={trace.L}"))
+        why_not: list[str] = []
+        for direction in direction_order(self.cfg.seed, lineage, g):
+            self.on_event(Event(lineage, g, "direction", direction.value))
+            rng = random.Random(f"{self.cfg.seed}|{lineage}|{g}|{direction.value}")
+            ctx = GenerationContext(lineage=lineage, generation=g, rng=rng, workdir=self._workdir(lineage, g, direction))
+            planned = await self._plan_loop(lineage, g, task, trace, direction, ctx)
+            if planned is None:
+                why_not.append(f"{direction.value}: no plan accepted within {self.cfg.plan_budget} rounds")
+                continue
+            committed = await self._environment_loop(lineage, g, parent, task, *planned, ctx)
+            if committed:
+                return None
+            why_not.append(f"{direction.value}: no candidate verified within {self.cfg.env_budget} rounds")
+        return f"generation {g}: all directions failed ({'; '.join(why_not)})"
+
+    def _workdir(self, lineage: str, g: int, direction: Direction) -> Path:
+        path = self.store.run_dir / "work" / lineage / f"g{g:02d}-{direction.value}"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    async def _plan_loop(self, lineage, g, task, trace, direction, ctx) -> tuple[Proposal, int] | None:
+        feedback: list[str] = []
+        for attempt in range(1, self.cfg.plan_budget + 1):
+            proposal = await self.engine.propose(task, trace, direction, self.cfg.effort, list(feedback), ctx)
+            if proposal is None:
+                self.store.add_plan(lineage, g, direction.value, attempt, None, None, accepted=False,
+                                    feedback="no edit possible in this direction")
+                self.on_event(Event(lineage, g, "plan", f"{direction.value}: no edit possible"))
+                return None
+            # The loop enforces direction semantics and effort itself, whatever the engine claims.
+            problems = check_direction(trace, proposal.after, direction) + check_effort(trace, proposal.after, self.cfg.effort)
+            if problems:
+                review = Review(accepted=False, feedback="; ".join(problems))
+            else:
+                review = await self.engine.review(task, proposal, ctx)
+            plan_id = self.store.add_plan(lineage, g, direction.value, attempt, proposal, review)
+            self.on_event(Event(lineage, g, "plan", f"{direction.value} #{attempt}: {'accepted' if review.accepted else 'rejected'}"))
+            if review.accepted:
+                return proposal, plan_id
+            feedback.append(review.feedback or "rejected")
+        return None
+
+    async def _environment_loop(self, lineage, g, parent, task: Task, proposal: Proposal, plan_id: int, ctx) -> bool:
+        feedback: list[str] = []
+        direction = proposal.direction.value
+        for attempt in range(1, self.cfg.env_budget + 1):
+            self.on_event(Event(lineage, g, "candidate", f"{direction} #{attempt}: modifying"))
+            candidate = await self.engine.modify(task, proposal, list(feedback), ctx)
+            candidate_id = self.store.add_candidate(lineage, g, direction, attempt, candidate, plan_id=plan_id)
+            # Verify a working copy: the stored version dir is immutable and Harbor must not touch it.
+            task_dir = save(candidate, ctx.workdir / f"candidate-{attempt}", overwrite=True)
+            trials_dir = ctx.workdir / f"trials-{attempt}"
+            self.on_event(Event(lineage, g, "candidate", f"{direction} #{attempt}: verifying"))
+            t0 = time.monotonic()
+            verdict = await verify_candidate(
+                candidate, task_dir, trials_dir, env=self.cfg.env, verifiers=self.verifiers, checks=self.checks,
+                gate=self.gate,
+                on_trial_done=lambda o: self.on_event(Event(lineage, g, "trial", f"{o.agent} → {o.reward if o.reward is not None else o.error_kind.value}")),
+            )
+            wall = time.monotonic() - t0
+            for report in verdict.reports.values():
+                self.store.add_verifier_report(candidate_id, report, wall_seconds=wall)
+            self.store.set_candidate_result(candidate_id, verdict.ok, verdict.reasons)
+            if verdict.ok:
+                new_trace = await self.engine.extract_trace(candidate)
+                self.store.commit_generation(
+                    lineage, g, candidate, direction=direction, effort=self.cfg.effort.value, trace=new_trace,
+                    difficulty=difficulty(new_trace, self.engine.reference()), verified=True,
+                    parent_hash=parent.task_hash, candidate_id=candidate_id,
+                )
+                self.on_event(Event(lineage, g, "accepted", f"{direction}: L={new_trace.L}"))
+                return True
+            feedback.extend(verdict.reasons)
+        return False
+
+
+async def evolve(
+    store: LineageStore,
+    lineages: Sequence[str],
+    engine: Engine,
+    config: EvolveConfig,
+    checks: Sequence[TaskVerifier] = (),
+    executor=None,
+    on_event: Callable[[Event], None] | None = None,
+) -> dict[str, str]:
+    """Evolve several lineages into one store, at most `lineage_concurrency` at a time."""
+    from envevo.evolve._executor import AsyncioExecutor
+
+    gate = asyncio.Semaphore(config.trial_concurrency)
+    runner = LineageRunner(store, engine, config, checks=checks, gate=gate, on_event=on_event)
+    executor = executor or AsyncioExecutor()
+    statuses = await executor.map(runner.run, list(lineages), config.lineage_concurrency)
+    return dict(zip(lineages, statuses))

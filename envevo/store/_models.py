@@ -1,0 +1,162 @@
+"""Rows of the lineage store, as typed models."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from envevo.errors import UserError
+from envevo.trace import Difficulty, Trace
+
+
+class StoreError(UserError):
+    """The store cannot do what was asked: missing or foreign run dir, conflicting write, newer schema."""
+
+
+class LineageStatus(StrEnum):
+    RUNNING = "running"
+    DONE = "done"  # reached the requested number of generations
+    TERMINATED = "terminated"  # every direction failed in some generation
+    BUDGET_EXHAUSTED = "budget_exhausted"  # a run-wide budget (tokens, cost, time) ran out
+
+
+class TryStatus(StrEnum):
+    """One try at producing a generation of a lineage. Plans and candidates hang off a try."""
+
+    OPEN = "open"  # in flight (or the process died: then a later try marks it abandoned)
+    COMMITTED = "committed"  # its version was committed
+    ABANDONED = "abandoned"  # superseded by a later try of the same generation (the earlier process died)
+    FAILED = "failed"  # the lineage ended in this generation without a version
+
+
+class Lineage(BaseModel):
+    id: str = Field(description="slug of the seed name, unique in the run; used in export names")
+    seed_name: str
+    seed_hash: str
+    status: LineageStatus
+    reason: str | None = None
+    created_at: str
+    updated_at: str
+    latest_generation: int = Field(description="the highest committed generation (0: only the seed)")
+
+
+class Version(BaseModel):
+    """A committed generation of a lineage. Generation 0 is the seed."""
+
+    id: int
+    lineage_id: str
+    generation: int
+    task_hash: str
+    parent_hash: str | None = None
+    direction: str | None = None
+    effort: str | None = None
+    trace: Trace | None = None
+    difficulty: Difficulty | None = None
+    mutated: list[str] = Field(default_factory=list, description="components changed from the parent")
+    verified: bool = False
+    candidate_id: int | None = None
+    created_at: str
+
+    @property
+    def L(self) -> int | None:  # noqa: N802 - the paper's name
+        if self.difficulty is not None:
+            return self.difficulty.L
+        return self.trace.L if self.trace is not None else None
+
+    @property
+    def D_T(self) -> float | None:  # noqa: N802
+        return self.difficulty.D_T if self.difficulty is not None else None
+
+
+class GenerationTry(BaseModel):
+    id: int
+    lineage_id: str
+    generation: int
+    status: TryStatus
+    pid: int
+    started_at: str
+    finished_at: str | None = None
+
+
+class Plan(BaseModel):
+    id: int
+    try_id: int
+    lineage_id: str
+    generation: int
+    direction: str
+    attempt: int
+    proposal: dict[str, Any] | None = Field(default=None, description="Proposal as JSON (None: no edit possible)")
+    review: dict[str, Any] | None = Field(default=None, description="Review as JSON")
+    accepted: bool
+    feedback: str | None = None
+    created_at: str
+
+
+class Candidate(BaseModel):
+    id: int
+    try_id: int
+    lineage_id: str
+    generation: int
+    direction: str
+    attempt: int
+    plan_id: int | None = None
+    task_hash: str | None = Field(default=None, description="None when the Modifier produced no task")
+    accepted: bool
+    reasons: list[str] = Field(default_factory=list)
+    created_at: str
+
+
+class Verification(BaseModel):
+    id: int
+    candidate_id: int
+    verifier: str
+    passed: bool
+    reasons: list[str] = Field(default_factory=list)
+    runs: list[dict[str, Any]] = Field(default_factory=list, description="per-run TrialOutcome as JSON")
+    wall_seconds: float | None = None
+    created_at: str
+
+
+class Rollout(BaseModel):
+    id: int
+    task_hash: str
+    agent: str
+    model: str | None = None
+    k: int = Field(description="index of this rollout among the k run for (task, agent, model)")
+    reward: float | None = None
+    turns: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    duration_s: float | None = None
+    error_kind: str | None = None
+    simulated: bool = False
+    trial_dir: str | None = None
+    created_at: str
+
+    @property
+    def passed(self) -> bool:
+        return self.error_kind in (None, "ok") and self.reward is not None and self.reward >= 1.0
+
+
+class Usage(BaseModel):
+    id: int
+    lineage_id: str | None = None
+    generation: int | None = None
+    role: str = Field(description="proposer | reviewer | modifier | judge | rollout | …")
+    model: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    created_at: str
+
+
+class UsageTotal(BaseModel):
+    role: str
+    model: str | None = None
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None = None

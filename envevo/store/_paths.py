@@ -1,0 +1,33 @@
+"""Where a run keeps things on disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel
+
+
+class RunPaths(BaseModel):
+    """The layout of one RUN_DIR.
+
+    - ``store.sqlite``: the lineage index (WAL mode; ``-wal``/``-shm`` files sit beside it);
+    - ``tasks/<content_hash>/``: immutable task versions, full Harbor task dirs;
+    - ``.tmp/``: task dirs being written, renamed into ``tasks/`` when complete.
+    """
+
+    run_dir: Path
+
+    @property
+    def db(self) -> Path:
+        return self.run_dir / "store.sqlite"
+
+    @property
+    def tasks(self) -> Path:
+        return self.run_dir / "tasks"
+
+    @property
+    def tmp(self) -> Path:
+        return self.run_dir / ".tmp"
+
+    def task_dir(self, task_hash: str) -> Path:
+        return self.tasks / task_hash

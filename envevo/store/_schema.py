@@ -1,0 +1,140 @@
+"""The SQLite schema and its migrations.
+
+Each migration is a list of statements applied in one transaction; ``schema_version`` records what has
+been applied. Add a migration by appending to ``MIGRATIONS``; never edit a released one.
+"""
+
+from __future__ import annotations
+
+_V1 = [
+    """CREATE TABLE IF NOT EXISTS schema_version (
+        version INTEGER PRIMARY KEY,
+        applied_at TEXT NOT NULL
+    )""",
+    # The evolve settings of the run (engine, effort, generations, seed, …), so --resume can reuse them.
+    """CREATE TABLE run (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        config TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    )""",
+    """CREATE TABLE lineages (
+        id TEXT PRIMARY KEY,
+        seed_name TEXT NOT NULL UNIQUE,
+        seed_hash TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('running', 'done', 'terminated', 'budget_exhausted')),
+        reason TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    )""",
+    # One try at producing generation g of a lineage. A process killed mid-generation leaves its try
+    # 'open'; the next try of the same generation marks it 'abandoned'. Plans and candidates hang off a try,
+    # so rows of an unfinished generation stay as history and are never taken for a committed version.
+    """CREATE TABLE generation_tries (
+        id INTEGER PRIMARY KEY,
+        lineage_id TEXT NOT NULL REFERENCES lineages(id),
+        generation INTEGER NOT NULL CHECK (generation >= 0),
+        status TEXT NOT NULL CHECK (status IN ('open', 'committed', 'abandoned', 'failed')),
+        pid INTEGER NOT NULL,
+        started_at TEXT NOT NULL,
+        finished_at TEXT
+    )""",
+    "CREATE INDEX generation_tries_lg ON generation_tries (lineage_id, generation)",
+    """CREATE TABLE plans (
+        id INTEGER PRIMARY KEY,
+        try_id INTEGER NOT NULL REFERENCES generation_tries(id),
+        lineage_id TEXT NOT NULL REFERENCES lineages(id),
+        generation INTEGER NOT NULL,
+        direction TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        proposal TEXT,
+        review TEXT,
+        accepted INTEGER NOT NULL CHECK (accepted IN (0, 1)),
+        feedback TEXT,
+        created_at TEXT NOT NULL
+    )""",
+    "CREATE INDEX plans_lg ON plans (lineage_id, generation)",
+    """CREATE TABLE candidates (
+        id INTEGER PRIMARY KEY,
+        try_id INTEGER NOT NULL REFERENCES generation_tries(id),
+        lineage_id TEXT NOT NULL REFERENCES lineages(id),
+        generation INTEGER NOT NULL,
+        direction TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        plan_id INTEGER REFERENCES plans(id),
+        task_hash TEXT,
+        accepted INTEGER NOT NULL CHECK (accepted IN (0, 1)),
+        reasons TEXT NOT NULL DEFAULT '[]',
+        created_at TEXT NOT NULL
+    )""",
+    "CREATE INDEX candidates_lg ON candidates (lineage_id, generation)",
+    """CREATE TABLE verifications (
+        id INTEGER PRIMARY KEY,
+        candidate_id INTEGER NOT NULL REFERENCES candidates(id),
+        verifier TEXT NOT NULL,
+        passed INTEGER NOT NULL CHECK (passed IN (0, 1)),
+        reasons TEXT NOT NULL DEFAULT '[]',
+        runs TEXT NOT NULL DEFAULT '[]',
+        wall_seconds REAL,
+        created_at TEXT NOT NULL
+    )""",
+    "CREATE INDEX verifications_candidate ON verifications (candidate_id)",
+    # Committed generations. Generation 0 is the seed. L and D_T duplicate the JSON for plain-SQL queries.
+    """CREATE TABLE versions (
+        id INTEGER PRIMARY KEY,
+        lineage_id TEXT NOT NULL REFERENCES lineages(id),
+        generation INTEGER NOT NULL CHECK (generation >= 0),
+        task_hash TEXT NOT NULL,
+        parent_hash TEXT,
+        direction TEXT,
+        effort TEXT,
+        trace TEXT,
+        difficulty TEXT,
+        L INTEGER,
+        D_T REAL,
+        mutated TEXT NOT NULL DEFAULT '[]',
+        verified INTEGER NOT NULL CHECK (verified IN (0, 1)),
+        candidate_id INTEGER REFERENCES candidates(id),
+        try_id INTEGER REFERENCES generation_tries(id),
+        created_at TEXT NOT NULL,
+        UNIQUE (lineage_id, generation),
+        CHECK ((generation = 0) = (parent_hash IS NULL))
+    )""",
+    "CREATE INDEX versions_hash ON versions (task_hash)",
+    # Room for later: rollouts of agents on task versions, and LLM token/cost accounting.
+    # model is '' when there is none, so (task, agent, model, k) is a real key and re-runs replace.
+    """CREATE TABLE rollouts (
+        id INTEGER PRIMARY KEY,
+        task_hash TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        model TEXT NOT NULL DEFAULT '',
+        k INTEGER NOT NULL CHECK (k >= 0),
+        reward REAL,
+        turns INTEGER,
+        input_tokens INTEGER,
+        output_tokens INTEGER,
+        cost_usd REAL,
+        duration_s REAL,
+        error_kind TEXT,
+        simulated INTEGER NOT NULL CHECK (simulated IN (0, 1)),
+        trial_dir TEXT,
+        created_at TEXT NOT NULL,
+        UNIQUE (task_hash, agent, model, k)
+    )""",
+    """CREATE TABLE usage (
+        id INTEGER PRIMARY KEY,
+        lineage_id TEXT REFERENCES lineages(id),
+        generation INTEGER,
+        role TEXT NOT NULL,
+        model TEXT,
+        input_tokens INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0,
+        cost_usd REAL,
+        created_at TEXT NOT NULL
+    )""",
+    "CREATE INDEX usage_lineage ON usage (lineage_id, generation)",
+]
+
+#: (version, statements), in order. The store refuses a database whose version is newer than the last one.
+MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1)]
+SCHEMA_VERSION = MIGRATIONS[-1][0]
