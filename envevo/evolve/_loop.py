@@ -21,7 +21,7 @@ from envevo.evolve._engine import Engine, GenerationContext, Proposal, Review
 from envevo.store import LineageStore
 from envevo.task import Task, save
 from envevo.trace import Direction, check_direction, check_effort, difficulty
-from envevo.verify import InvalidTestVerifier, OracleVerifier, TaskVerifier, verify_candidate
+from envevo.verify import InvalidTestVerifier, OracleVerifier, TaskVerifier, TrialVerifier, verify_candidate
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,7 @@ class LineageRunner:
         checks: Sequence[TaskVerifier] = (),
         gate: asyncio.Semaphore | None = None,
         on_event: Callable[[Event], None] | None = None,
+        verifiers: Sequence[TrialVerifier] | None = None,
     ):
         self.store = store
         self.engine = engine
@@ -57,7 +58,7 @@ class LineageRunner:
         self.checks = list(checks)
         self.gate = gate or asyncio.Semaphore(config.trial_concurrency)
         self.on_event = on_event or (lambda e: None)
-        self.verifiers = [OracleVerifier(repeats=config.repeats), InvalidTestVerifier()]
+        self.verifiers = list(verifiers) if verifiers is not None else [OracleVerifier(repeats=config.repeats), InvalidTestVerifier()]
 
     async def run(self, lineage: str) -> str:
         """Evolve one lineage up to the configured generation count; returns its final status."""
@@ -163,12 +164,13 @@ async def evolve(
     checks: Sequence[TaskVerifier] = (),
     executor=None,
     on_event: Callable[[Event], None] | None = None,
+    verifiers: Sequence[TrialVerifier] | None = None,
 ) -> dict[str, str]:
     """Evolve several lineages into one store, at most `lineage_concurrency` at a time."""
     from envevo.evolve._executor import AsyncioExecutor
 
     gate = asyncio.Semaphore(config.trial_concurrency)
-    runner = LineageRunner(store, engine, config, checks=checks, gate=gate, on_event=on_event)
+    runner = LineageRunner(store, engine, config, checks=checks, gate=gate, on_event=on_event, verifiers=verifiers)
     executor = executor or AsyncioExecutor()
     statuses = await executor.map(runner.run, list(lineages), config.lineage_concurrency)
     return dict(zip(lineages, statuses))
