@@ -48,11 +48,11 @@ def _at_exit(overlay: Path) -> None:
     overlay.unlink(missing_ok=True)
 
 
-def _ps(engine: str, *filters: str) -> list[tuple[str, str]]:
-    """(container id, owner label) of containers matching the filters."""
+def _ps(engine: str, *filters: str) -> list[tuple[str, str, str]]:
+    """(container id, owner label, image) of containers matching the filters."""
     if not shutil.which(engine):
         return []
-    fmt = "{{.ID}} {{index .Labels \"" + OWNER_LABEL + "\"}}"
+    fmt = "{{.ID}} {{.Image}} {{index .Labels \"" + OWNER_LABEL + "\"}}"
     args = [engine, "ps", "-a", "--format", fmt]
     for flt in filters:
         args += ["--filter", flt]
@@ -62,16 +62,16 @@ def _ps(engine: str, *filters: str) -> list[tuple[str, str]]:
         return []
     rows = []
     for line in out.splitlines():
-        cid, _, owner = line.strip().partition(" ")
+        cid, image, owner = (line.strip().split(" ", 2) + ["", ""])[:3]
         if cid:
-            rows.append((cid, owner.strip()))
+            rows.append((cid, owner.strip(), image))
     return rows
 
 
 def list_containers(engine: str, owner: str | None = None) -> list[str]:
     """Ids of envevo-owned containers, optionally of one owner."""
     flt = f"label={OWNER_LABEL}" + (f"={owner}" if owner else "")
-    return [cid for cid, _ in _ps(engine, flt)]
+    return [cid for cid, _, _ in _ps(engine, flt)]
 
 
 def remove_containers(engine: str, owner: str | None = None) -> int:
@@ -84,13 +84,16 @@ def remove_containers(engine: str, owner: str | None = None) -> int:
 def sweep_orphans(engine: str) -> int:
     """Remove containers whose owning envevo process on this host is gone (e.g. after kill -9)."""
     host = socket.gethostname()
-    dead = []
-    for cid, owner in _ps(engine, f"label={OWNER_LABEL}"):
+    dead, images = [], set()
+    for cid, owner, image in _ps(engine, f"label={OWNER_LABEL}"):
         owner_host, _, pid = owner.rpartition(":")
         if owner_host == host and pid.isdigit() and not _alive(int(pid)):
             dead.append(cid)
+            images.add(image)
     if dead:
         subprocess.run([engine, "rm", "-f", *dead], capture_output=True, timeout=120)
+        # The per-trial image Harbor would have removed at teardown; shared layers stay cached.
+        subprocess.run([engine, "rmi", *images], capture_output=True, timeout=120)
     return len(dead)
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 
 from envevo.runtime import _cleanup
+from envevo.runtime._image_cache import ImageCache
 from envevo.runtime._harbor import (
     AgentConfig,
     EnvironmentConfig,
@@ -32,7 +34,9 @@ _INFRASTRUCTURE = {
     "MemoryLimitExceededError",
 }
 # Messages Harbor's compose environments raise when `compose up --build` fails on the image build.
-_BUILD_MARKERS = ("error building", "build failed", "failed to build", "exit status", "returned a non-zero code")
+_BUILD_MARKERS = ("error building", "build failed", "failed to build", " build. return code", "returned a non-zero code")
+# Harbor quotes the whole compose command line in its errors; the trial dir has it, the one-liner need not.
+_COMMAND = re.compile(r"Command: .*?(?=Return code|$)", re.S)
 
 
 def _agent_config(spec: TrialSpec) -> AgentConfig:
@@ -92,8 +96,13 @@ def classify(r: TrialResult) -> tuple[ErrorKind, str | None]:
         if r.verifier_result is None or not r.verifier_result.rewards:
             return ErrorKind.REWARD_MISSING, "the verifier produced no reward"
         return ErrorKind.OK, None
-    kind, message = exc.exception_type, f"{exc.exception_type}: {exc.exception_message}".strip()
-    message = message.splitlines()[0][:500] if message else kind
+    kind = exc.exception_type
+    message = _COMMAND.sub("", f"{kind}: {exc.exception_message}").strip()
+    message = " ".join(message.split())
+    head, sep, output = message.partition(" Stdout: ")
+    if sep:  # keep the end of the command output: that is where a build says what failed
+        message = f"{head} … {output[-240:]}"
+    message = message[:500]
     if kind in _AGENT_TIMEOUT:
         return ErrorKind.AGENT_TIMEOUT, message
     if kind in _REWARD_MISSING:
@@ -104,8 +113,9 @@ def classify(r: TrialResult) -> tuple[ErrorKind, str | None]:
         return ErrorKind.ENVIRONMENT_BUILD_FAILURE, message
     if kind in _INFRASTRUCTURE or kind == "CancelledError":
         return ErrorKind.INFRASTRUCTURE_ERROR, message
-    env_done = r.environment_setup is not None and r.environment_setup.finished_at is not None
-    if not env_done:
+    agent_started = r.agent_execution is not None and r.agent_execution.started_at is not None
+    if not agent_started:
+        # Failed before the agent ran: the image build, or the sandbox start around it.
         text = exc.exception_message.lower()
         if any(m in text for m in _BUILD_MARKERS):
             return ErrorKind.ENVIRONMENT_BUILD_FAILURE, message
@@ -179,10 +189,13 @@ async def run_trials(
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     gate = gate or asyncio.Semaphore(concurrency)
+    caches = {engine: ImageCache(engine) for engine in {s.env for s in specs} if engine in _cleanup.LOCAL_ENGINES}
 
     async def one(i: int, spec: TrialSpec) -> TrialOutcome:
         for _attempt in range(retries + 1):
             async with gate:
+                if spec.env in caches:
+                    await caches[spec.env].warm(spec.task_dir)
                 outcome = await run_trial(spec)
             if not outcome.error_kind.is_infrastructure:
                 break
