@@ -64,7 +64,8 @@ def evolve(
 ) -> None:
     """Evolve each seed into a lineage of harder, verified generations."""
     from envevo.cli.verify_cmd import preflight
-    from envevo.evolve import EvolveConfig, evolve as run_evolve
+    from envevo.evolve import EvolveConfig, start_lineages
+    from envevo.evolve import evolve as run_evolve
     from envevo.store import LineageStore
     from envevo.task import load_task
 
@@ -76,46 +77,42 @@ def evolve(
         lineage_concurrency=concurrency,
     )
     tasks = [load_task(s) for s in seeds]
-    # Refuse seeds the engine cannot read before anything is written.
-    traces = [asyncio.run(engine.extract_trace(t)) for t in tasks]
+    names = [p.resolve().name for p in seeds]
+    if len(set(names)) != len(names):
+        raise UserError("two seeds share a folder name; lineages are named after it, so rename one")
+    for task in tasks:  # refuse seeds the engine cannot read before anything is written
+        asyncio.run(engine.extract_trace(task))
     if out_dir.exists() and not resume and any(out_dir.iterdir()) and not (out_dir / "store.sqlite").exists():
         raise UserError(f"{out_dir} exists and is not an envevo run; choose another --out")
     store = LineageStore.open(out_dir, create=True)
     cfg = _settings(store, given, resume)
 
-    from envevo.trace import difficulty
-
-    lineages = []
-    for path, task, trace in zip(seeds, tasks, traces):
-        lid = store.create_lineage(path.resolve().name, task, trace=trace, difficulty=difficulty(trace, engine.reference()))
-        lin = store.lineage(lid)
-        if lin.status != "running" and lin.latest_generation < cfg.generations and lin.status == "done":
-            store.finish_lineage(lid, "running")  # a resume asking for more generations reopens it
-            lin = store.lineage(lid)
-        if lin.status == "running":
-            lineages.append(lid)
-
     bar = Progress(
         TextColumn("{task.fields[lineage]}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         TextColumn("{task.fields[stage]}"), console=err,
     )
-    bars = {}
-    with bar:
+    bars: dict[str, int] = {}
+
+    def on_event(e):
+        task_id = bars.get(e.lineage)
+        if task_id is None:
+            task_id = bars[e.lineage] = bar.add_task("", total=cfg.generations, completed=0, lineage=e.lineage, stage="")
+        stage = f"g{e.generation:02d} {e.stage}: {e.detail}"
+        bar.update(task_id, stage=stage, **({"completed": e.generation} if e.stage == "accepted" else {}))
+
+    async def main() -> None:
+        # One event loop for the whole run: Harbor keeps loop-bound locks at module level.
+        lineages = await start_lineages(store, list(zip(names, tasks)), engine, cfg, checks=checks, on_event=on_event)
         for lid in lineages:
             done = store.lineage(lid).latest_generation
-            bars[lid] = bar.add_task("", total=cfg.generations, completed=done, lineage=lid, stage="")
-
-        def on_event(e):
-            task_id = bars.get(e.lineage)
-            if task_id is None:
-                return
-            stage = f"g{e.generation:02d} {e.stage}: {e.detail}"
-            if e.stage == "accepted":
-                bar.update(task_id, completed=e.generation, stage=stage)
+            if lid in bars:
+                bar.update(bars[lid], completed=done)
             else:
-                bar.update(task_id, stage=stage)
+                bars[lid] = bar.add_task("", total=cfg.generations, completed=done, lineage=lid, stage="")
+        await run_evolve(store, lineages, engine, cfg, checks=checks, on_event=on_event)
 
-        asyncio.run(run_evolve(store, lineages, engine, cfg, checks=checks, on_event=on_event))
+    with bar:
+        asyncio.run(main())
 
     summary = []
     for lin in store.lineages():

@@ -25,11 +25,12 @@ def _root(version: bool = typer.Option(False, "--version", help="Print the versi
 
 
 def _register() -> None:
-    from envevo.cli import doctor_cmd, evolve_cmd, lineage_cmd, verify_cmd
+    from envevo.cli import doctor_cmd, evolve_cmd, lineage_cmd, seed_cmd, verify_cmd
     from envevo.cli.task_cmd import task_app
 
     app.command("doctor")(doctor_cmd.doctor)
     app.command("verify")(verify_cmd.verify)
+    app.add_typer(seed_cmd.seed_app, name="seed")
     app.command("evolve")(evolve_cmd.evolve)
     app.command("report")(evolve_cmd.report)
     app.command("export")(lineage_cmd.export)

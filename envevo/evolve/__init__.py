@@ -3,7 +3,7 @@
 from envevo.evolve._config import EvolveConfig
 from envevo.evolve._engine import CriterionVerdict, Engine, GenerationContext, Proposal, Review
 from envevo.evolve._executor import AsyncioExecutor, Executor
-from envevo.evolve._loop import Event, LineageRunner, direction_order, evolve
+from envevo.evolve._loop import Event, LineageRunner, direction_order, evolve, start_lineages
 
 __all__ = [
     "AsyncioExecutor",
@@ -18,4 +18,5 @@ __all__ = [
     "Review",
     "direction_order",
     "evolve",
+    "start_lineages",
 ]

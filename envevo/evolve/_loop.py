@@ -156,6 +156,52 @@ class LineageRunner:
         return False
 
 
+async def start_lineages(
+    store: LineageStore,
+    seeds: Sequence[tuple[str, Task]],
+    engine: Engine,
+    config: EvolveConfig,
+    checks: Sequence[TaskVerifier] = (),
+    on_event: Callable[[Event], None] | None = None,
+    verifiers: Sequence[TrialVerifier] | None = None,
+) -> list[str]:
+    """Create (or find, on resume) one lineage per seed; return those still to evolve.
+
+    A new seed is verified first, like every later generation: a lineage must start from a sound task.
+    A seed that fails ends its lineage at once, with the verifiers' reasons.
+    """
+    on_event = on_event or (lambda e: None)
+    gate = asyncio.Semaphore(config.trial_concurrency)
+    verifiers = list(verifiers) if verifiers is not None else [OracleVerifier(repeats=config.repeats), InvalidTestVerifier()]
+    known = {lin.seed_name: lin for lin in store.lineages()}
+    todo: list[str] = []
+
+    async def start(name: str, task: Task) -> None:
+        trace = await engine.extract_trace(task)
+        d = difficulty(trace, engine.reference())
+        if name in known:
+            lid = store.create_lineage(name, task, trace=trace, difficulty=d)  # validates it is the same seed
+        else:
+            workdir = store.run_dir / "work" / "seeds" / name
+            task_dir = save(task, workdir / "task", overwrite=True)
+            on_event(Event(name, 0, "candidate", "verifying the seed"))
+            verdict = await verify_candidate(task, task_dir, workdir / "trials", env=config.env, verifiers=verifiers,
+                                             checks=checks, gate=gate)
+            lid = store.create_lineage(name, task, trace=trace, difficulty=d, verified=verdict.ok)
+            if not verdict.ok:
+                store.finish_lineage(lid, "terminated", "the seed is not sound: " + "; ".join(verdict.reasons))
+        lin = store.lineage(lid)
+        if lin.status == "done" and lin.latest_generation < config.generations:
+            store.finish_lineage(lid, "running")  # a resume asking for more generations reopens it
+            lin = store.lineage(lid)
+        if lin.status == "running":
+            todo.append(lid)
+
+    await asyncio.gather(*(start(name, task) for name, task in seeds))
+    order = {name: i for i, (name, _) in enumerate(seeds)}
+    return sorted(todo, key=lambda lid: order.get(store.lineage(lid).seed_name, 0))
+
+
 async def evolve(
     store: LineageStore,
     lineages: Sequence[str],

@@ -1,0 +1,55 @@
+"""`envevo seed`: create seed tasks. `procedural` draws a typical chain from the catalog prior p_T."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from envevo.cli._common import out, print_json, user_errors
+
+seed_app = typer.Typer(no_args_is_help=True, help="Create seed tasks to evolve.")
+
+
+@seed_app.command("procedural")
+@user_errors
+def procedural(
+    out_dir: Path = typer.Argument(..., help="Task dir to write (must not exist unless --force)."),
+    goal_category: str | None = typer.Option(None, "--goal-category", help="Goal category; `envevo seed categories` lists them."),
+    length: int = typer.Option(3, "--length", help="L, the number of scenario–skill steps."),
+    seed: int = typer.Option(0, "--seed", help="Random seed: the same seed gives the same task."),
+    force: bool = typer.Option(False, "--force", help="Replace OUT_DIR if it exists."),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Write a procedural Harbor task whose ξ and D_T are known exactly."""
+    import asyncio
+
+    from envevo.evolve.engines.procedural import CatalogPrior, ProceduralEngine, random_chain, write_task
+    from envevo.task import load_task
+    from envevo.trace import difficulty
+
+    chain = random_chain(goal_category, length, seed)
+    path = write_task(chain, out_dir, overwrite=force)
+    task = load_task(path)
+    trace = asyncio.run(ProceduralEngine().extract_trace(task))
+    d = difficulty(trace, CatalogPrior())
+    if json_out:
+        print_json({"task": str(path.resolve()), "hash": task.content_hash(), "goal": trace.goal,
+                    "trace": trace.model_dump(mode="json"), "difficulty": d.model_dump()})
+    else:
+        out.print(f"[bold]{path}[/]  goal: {trace.goal}")
+        out.print(f"ξ: {trace.pretty()}", markup=False, highlight=False)
+        out.print(f"L={d.L}  scenario novelty={d.scenario_novelty:.2f}  skill rarity={d.skill_rarity:.2f}  D_T={d.D_T:.2f}")
+
+
+@seed_app.command("categories")
+def categories(json_out: bool = typer.Option(False, "--json")) -> None:
+    """List the goal categories a procedural seed can have."""
+    from envevo.evolve.engines.procedural import goal_categories
+
+    cats = goal_categories()
+    if json_out:
+        print_json(cats)
+    else:
+        for c in cats:
+            out.print(c)
