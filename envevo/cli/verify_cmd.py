@@ -40,6 +40,10 @@ def preflight(env: str) -> None:
         raise UserError(f"{env} is not installed: run 'envevo doctor --fix --env {env}'")
     if env == "podman" and shutil.which("podman-compose") is None:
         raise UserError("podman-compose is not on PATH: run 'envevo doctor --fix'")
+    if env in ("podman", "docker"):
+        from envevo.runtime import sweep_orphans
+
+        sweep_orphans(env)  # sandboxes left by a killed envevo process on this host
 
 
 @user_errors
