@@ -3,9 +3,10 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 ENVEVO := $(VENV)/bin/envevo
 SEEDS  := examples/seeds
+DEMO   := runs/demo
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: venv sandbox demo test test-fast clean
+.PHONY: venv sandbox demo verify-seeds test test-fast clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || "$$(scripts/find-python)" -m venv $(VENV)
@@ -19,7 +20,15 @@ venv: $(VENV)/.installed
 sandbox: venv
 	$(ENVEVO) doctor --fix --tasks $(SEEDS) --tasks tests/fixtures/broken
 
+# The main job, offline: a procedural seed evolved for 15 generations, each verified in containers,
+# then the lineage and its HTML report. Re-running resumes (and finishes at once when done).
 demo: sandbox
+	test -f $(DEMO)/seed/task.toml || $(ENVEVO) seed procedural $(DEMO)/seed --length 3 --seed 7
+	$(ENVEVO) evolve $(DEMO)/seed --out $(DEMO)/run --generations 15 --seed 7 --resume
+	$(ENVEVO) lineage show $(DEMO)/run
+	$(ENVEVO) report $(DEMO)/run
+
+verify-seeds: sandbox
 	$(ENVEVO) verify $(SEEDS)
 
 test: sandbox
@@ -30,4 +39,4 @@ test-fast: venv
 	$(PY) -m pytest -q -m 'not sandbox'
 
 clean:
-	rm -rf $(VENV) jobs .pytest_cache
+	rm -rf $(VENV) jobs runs .pytest_cache
