@@ -1,0 +1,1 @@
+"""Engines that drive evolution: `procedural` (offline scenario–skill graph) and, later, `llm`."""

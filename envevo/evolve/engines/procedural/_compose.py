@@ -1,0 +1,131 @@
+"""Compose a chain into a real Harbor task: Dockerfile + fixture script, instruction, solve.sh, tests, task.toml."""
+
+from __future__ import annotations
+
+import os
+import random
+from functools import lru_cache
+from pathlib import Path
+
+from envevo.errors import TaskError
+from envevo.evolve.engines.procedural._catalog import GOAL_CATEGORIES, SCENARIOS, SKILLS, TOOLS
+from envevo.evolve.engines.procedural._chain import Chain, chain_problems
+from envevo.evolve.engines.procedural._fixtures import fixture_script
+from envevo.evolve.engines.procedural._kinds import Kind, keys_file, out_path
+from envevo.evolve.engines.procedural._skill import Block, StepIO
+from envevo.evolve.engines.procedural._testgen import TEST_SH, test_outputs
+from envevo.task import Task, save
+
+ENGINE = "procedural"
+FIXTURE_SCRIPT = "fixtures.py"
+
+DOCKERFILE = f"""# Procedural envevo task. The tool layer is the same for every procedural task: the image gives no hint
+# which skills a task needs, and the layer is built once and cached for all of them.
+FROM debian:bookworm-slim
+RUN apt-get update && apt-get install -y --no-install-recommends {" ".join(TOOLS)} && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+# Fixtures are generated inside the build by a script that is removed in the same step.
+COPY {FIXTURE_SCRIPT} /tmp/{FIXTURE_SCRIPT}
+RUN python3 /tmp/{FIXTURE_SCRIPT} && rm -f /tmp/{FIXTURE_SCRIPT}
+"""
+
+
+def build_blocks(chain: Chain) -> list[Block]:
+    """Generate every step in order; each step's data depends on what the previous step outputs."""
+    problems = chain_problems(chain)
+    if problems:
+        raise TaskError(f"invalid procedural chain: {'; '.join(problems)}")
+    return [b.model_copy(deep=True) for b in _build(chain.model_dump_json())]
+
+
+@lru_cache(maxsize=64)
+def _build(chain_json: str) -> tuple[Block, ...]:
+    chain = Chain.model_validate_json(chain_json)
+    blocks: list[Block] = []
+    prev: Block | None = None
+    for t, step in enumerate(chain.steps):
+        skill, sc = SKILLS[step.skill], SCENARIOS[step.scenario]
+        in_kind = prev.out_kind if prev else Kind.NONE
+        in_keys = tuple(prev.out_keys) if prev else None
+        io = StepIO(index=t, in_kind=in_kind, in_path=prev.out_path if prev else None, in_keys=in_keys,
+                    out_kind=skill.out, out_path=out_path(t, skill.out, t == chain.L - 1), keys=keys_file(t))
+        rng = random.Random(f"envevo-procedural|{chain.seed}|{step.seed}|{t}|{step.scenario}|{step.skill}|"
+                            f"{in_kind.value}|{','.join(in_keys or ())}")
+        prev = skill.build(sc, io, rng)
+        blocks.append(prev)
+    return tuple(blocks)
+
+
+def block_snippets(chain: Chain, t: int) -> tuple[str, str]:
+    """(oracle, wrong) shell for step t (0-based); simulated agents swap one for the other."""
+    b = build_blocks(chain)[t]
+    return b.oracle_sh, b.wrong_sh
+
+
+def solve_script(chain: Chain, wrong: frozenset[int] | set[int] = frozenset(), blocks: list[Block] | None = None) -> str:
+    """solve.sh: every step's oracle snippet in order (or its wrong variant for the steps in `wrong`)."""
+    blocks = blocks or build_blocks(chain)
+    out = ["#!/bin/bash", "# Reference solution, generated: one block per step, each reading the previous step's output.",
+           "set -u", "export LC_ALL=C", "cd /app", "mkdir -p /app/work /app/output"]
+    for b in blocks:
+        sh = b.wrong_sh if b.index in wrong else b.oracle_sh
+        out += ["", f"# Step {b.index + 1}: {SKILLS[b.skill].title} in {SCENARIOS[b.scenario].title}", "(", sh, ")"]
+    return "\n".join(out) + "\n"
+
+
+def instruction(chain: Chain, blocks: list[Block]) -> str:
+    final = blocks[-1].out_path
+    lines = [f"# {GOAL_CATEGORIES[chain.category]['title']}", "", chain.goal.split(": ", 1)[-1], "",
+             f"Work through the {len(blocks)} steps below, in order: each step reads what the previous one wrote. "
+             "Write every file exactly in the format asked (create directories as needed); intermediate results go "
+             f"under `/app/work/`, and the final result is `{final}`. All of them are checked. Do not change any other "
+             "file unless a step tells you to."]
+    for b in blocks:
+        lines += ["", f"## Step {b.index + 1}: {SCENARIOS[b.scenario].title}", "", b.instruction]
+    return "\n".join(lines) + "\n"
+
+
+def compose(chain: Chain) -> Task:
+    """The Harbor task for a chain. Deterministic: the same chain always gives the same content hash."""
+    blocks = build_blocks(chain)
+    fixtures = [op for b in blocks for op in b.fixtures]
+    checks = [c for b in blocks for c in b.checks]
+    task = Task()
+    task.write("environment/Dockerfile", DOCKERFILE)
+    task.write(f"environment/{FIXTURE_SCRIPT}", fixture_script(fixtures), executable=False)
+    task.write("instruction.md", instruction(chain, blocks))
+    task.write("solution/solve.sh", solve_script(chain, blocks=blocks), executable=True)
+    task.write("tests/test.sh", TEST_SH, executable=True)
+    task.write("tests/test_outputs.py", test_outputs(checks), executable=False)
+    scen = sorted({s.scenario for s in chain.steps})
+    skills = sorted({s.skill for s in chain.steps})
+    task.set_config({
+        "schema_version": "1.4",
+        "task": {"name": f"envevo/procedural-{chain.category}-{chain.digest()[:10]}", "description": chain.goal,
+                 "keywords": ["envevo", "procedural", chain.category]},
+        "metadata": {
+            "category": chain.category,
+            "tags": ["envevo", "procedural", *scen, *skills],
+            "envevo": {"engine": ENGINE, "goal": chain.goal, "category": chain.category,
+                       "trace": chain.trace().model_dump(mode="json"), "chain": chain.model_dump(mode="json")},
+        },
+        "verifier": {"timeout_sec": 180.0},
+        "agent": {"timeout_sec": float(600 + 300 * chain.L)},
+        "environment": {"build_timeout_sec": 900.0},
+    })
+    return task
+
+
+def write_task(chain: Chain, dest: str | os.PathLike[str], overwrite: bool = False) -> Path:
+    return save(compose(chain), dest, overwrite=overwrite)
+
+
+def chain_from_task(task: Task) -> Chain:
+    """The chain a procedural task was composed from (from `[metadata.envevo]`)."""
+    meta = task.envevo_metadata
+    if meta.get("engine") != ENGINE or not isinstance(meta.get("chain"), dict):
+        raise TaskError(f"task {task.name} was not made by the procedural engine (no chain in [metadata.envevo]); "
+                        "seed one with `envevo seed procedural`")
+    data = {k: v for k, v in meta["chain"].items() if k != "final"}
+    return Chain.model_validate(data)
+

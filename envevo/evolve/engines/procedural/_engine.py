@@ -1,0 +1,90 @@
+"""ProceduralEngine: the offline Proposer, Reviewer and Modifier over the scenario–skill catalog."""
+
+from __future__ import annotations
+
+from envevo.evolve._engine import CriterionVerdict, GenerationContext, Proposal, Review
+from envevo.evolve.engines.procedural._chain import Chain, chain_problems, derive_seed
+from envevo.evolve.engines.procedural._compose import build_blocks, chain_from_task, compose
+from envevo.evolve.engines.procedural._operators import mutate
+from envevo.evolve.engines.procedural._prior import CatalogPrior
+from envevo.task import Task
+from envevo.trace import Direction, Effort, Trace, check_direction, check_effort, edit_spans
+
+
+def _verdict(name: str, reasons: list[str], ok_reason: str) -> CriterionVerdict:
+    return CriterionVerdict(name=name, reason="; ".join(reasons) if reasons else ok_reason,
+                            verdict="fail" if reasons else "pass")
+
+
+class ProceduralEngine:
+    """Exact edits of the chain stored in each task's `[metadata.envevo]`; no model calls."""
+
+    name = "procedural"
+
+    def __init__(self, prior: CatalogPrior | None = None):
+        self.prior = prior or CatalogPrior()
+
+    def reference(self) -> CatalogPrior:
+        return self.prior
+
+    async def extract_trace(self, task: Task) -> Trace:
+        return chain_from_task(task).trace()
+
+    async def propose(self, task: Task, trace: Trace, direction: Direction, effort: Effort, feedback: list[str],
+                      ctx: GenerationContext) -> Proposal | None:
+        chain = chain_from_task(task)
+        new = mutate(chain, direction, effort, ctx.rng, self.prior)
+        if new is None:
+            return None
+        before, after = chain.trace(), new.trace()
+        d0, d1 = self.prior.difficulty(before), self.prior.difficulty(after)
+        edits = [{"op": tag, "before": [s.model_dump() for s in before.steps[i1:i2]],
+                  "after": [s.model_dump() for s in after.steps[j1:j2]], "at": i1}
+                 for tag, i1, i2, j1, j2 in edit_spans(before, after)]
+        summary = (f"{Direction(direction).value}/{Effort(effort).value}: " +
+                   "; ".join(f"{e['op']} at {e['at'] + 1}: {[tuple(s.values()) for s in e['before']]} -> "
+                             f"{[tuple(s.values()) for s in e['after']]}" for e in edits)
+                   + f" (D_T {d0.D_T:.2f} -> {d1.D_T:.2f})")
+        return Proposal(direction=direction, effort=effort, before=before, after=after, summary=summary,
+                        plan={"chain": new.model_dump(mode="json"), "edits": edits, "D_T_before": d0.D_T, "D_T_after": d1.D_T})
+
+    async def review(self, task: Task, proposal: Proposal, ctx: GenerationContext) -> Review:
+        criteria: list[CriterionVerdict] = []
+        try:
+            chain = Chain.model_validate({k: v for k, v in proposal.plan["chain"].items() if k != "final"})
+        except Exception as e:
+            criteria.append(CriterionVerdict(name="plan", reason=f"the plan holds no valid chain: {e}", verdict="fail"))
+            return Review(accepted=False, criteria=criteria, feedback=criteria[0].reason)
+        mismatch = [] if chain.trace().steps == proposal.after.steps else ["the chain does not match ξ′"]
+        criteria.append(_verdict("plan_matches_trace", mismatch, "the chain realizes ξ′ exactly"))
+        problems = chain_problems(chain)
+        dupes = [p for p in problems if "duplicate" in p or "twice" in p]
+        criteria.append(_verdict("type_correct", [p for p in problems if p not in dupes],
+                                 "every step reads the kind of data the previous one writes"))
+        criteria.append(_verdict("no_duplicate_step", dupes, "every step is a distinct pair in its own scenario"))
+        criteria.append(_verdict("direction", check_direction(proposal.before, proposal.after, proposal.direction),
+                                 f"a pure {proposal.direction.value} edit"))
+        criteria.append(_verdict("effort", check_effort(proposal.before, proposal.after, proposal.effort),
+                                 f"within {proposal.effort.value} effort"))
+        d0, d1 = self.prior.difficulty(proposal.before).D_T, self.prior.difficulty(proposal.after).D_T
+        criteria.append(_verdict("difficulty_raised", [] if d1 > d0 else [f"D_T does not rise ({d0:.3f} -> {d1:.3f})"],
+                                 f"D_T rises {d0:.3f} -> {d1:.3f}"))
+        gen = []
+        if not problems:
+            try:
+                build_blocks(chain)
+            except Exception as e:
+                gen = [f"the chain cannot be generated: {e}"]
+        criteria.append(_verdict("generates", gen, "every block generates"))
+        failed = [c for c in criteria if c.verdict == "fail"]
+        return Review(accepted=not failed, criteria=criteria, feedback="; ".join(f"{c.name}: {c.reason}" for c in failed))
+
+    async def modify(self, task: Task, proposal: Proposal, feedback: list[str], ctx: GenerationContext) -> Task:
+        chain = Chain.model_validate({k: v for k, v in proposal.plan["chain"].items() if k != "final"})
+        if feedback:
+            # A failed verification asks for another draw of the edited steps, not another edit.
+            old = set(chain_from_task(task).steps)
+            chain = chain.with_steps(
+                s if s in old else s.model_copy(update={"seed": derive_seed(s.seed, "retry", len(feedback))})
+                for s in chain.steps)
+        return compose(chain)
