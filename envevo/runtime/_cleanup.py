@@ -16,6 +16,8 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
+from envevo._process import pid_alive
+
 LOCAL_ENGINES = {"podman": "podman", "docker": "docker"}
 OWNER_LABEL = "envevo.owner"
 
@@ -87,7 +89,7 @@ def sweep_orphans(engine: str) -> int:
     dead, images = [], set()
     for cid, owner, image in _ps(engine, f"label={OWNER_LABEL}"):
         owner_host, _, pid = owner.rpartition(":")
-        if owner_host == host and pid.isdigit() and not _alive(int(pid)):
+        if owner_host == host and pid.isdigit() and not pid_alive(int(pid)):
             dead.append(cid)
             images.add(image)
     if dead:
@@ -95,13 +97,3 @@ def sweep_orphans(engine: str) -> int:
         # The per-trial image Harbor would have removed at teardown; shared layers stay cached.
         subprocess.run([engine, "rmi", *images], capture_output=True, timeout=120)
     return len(dead)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -33,6 +33,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from envevo._process import pid_alive
 from envevo.errors import TaskError
 from envevo.store._models import (
     Candidate,
@@ -157,16 +158,6 @@ def _enable_wal(conn: sqlite3.Connection) -> str:
             delay = min(delay * 2, 0.2)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class LineageStore:
     """The lineages of one run directory. Open with :meth:`open`; close (or use as a context manager)."""
 
@@ -282,7 +273,7 @@ class LineageStore:
             return
         for entry in self.paths.tmp.iterdir():
             m = re.match(r"put-(\d+)-", entry.name)
-            if m and not _pid_alive(int(m.group(1))):
+            if m and not pid_alive(int(m.group(1))):
                 shutil.rmtree(entry, ignore_errors=True)
 
     # ---- task versions ------------------------------------------------------------------------
