@@ -25,7 +25,7 @@ def _root(version: bool = typer.Option(False, "--version", help="Print the versi
 
 
 def _register() -> None:
-    from envevo.cli import doctor_cmd, evolve_cmd, lineage_cmd, seed_cmd, verify_cmd
+    from envevo.cli import doctor_cmd, evolve_cmd, lineage_cmd, schedule_cmd, seed_cmd, verify_cmd
     from envevo.cli.task_cmd import task_app
 
     app.command("doctor")(doctor_cmd.doctor)
@@ -35,6 +35,7 @@ def _register() -> None:
     app.command("report")(evolve_cmd.report)
     app.command("export")(lineage_cmd.export)
     app.add_typer(lineage_cmd.lineage_app, name="lineage", help="Inspect lineages: generations, D_T, mutation rates.")
+    app.add_typer(schedule_cmd.schedule_app, name="schedule", help="Curriculum schedulers and the GRPO curriculum simulator.")
     app.add_typer(task_app, name="task", help="Inspect tasks: content hash, per-component diff, TB1 import.")
 
 

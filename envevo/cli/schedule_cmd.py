@@ -1,0 +1,160 @@
+"""`envevo schedule simulate|list`: compare curricula on evolved lineages in the GRPO curriculum simulator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from envevo.cli._common import err, out, print_json, progress, user_errors
+
+schedule_app = typer.Typer(
+    help="Curriculum schedulers for RL on evolved lineages (EL and baselines), and a GRPO curriculum simulator.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+LINEAGES_HELP = "'synthetic' for a generated pool, or a RUN directory (the --out of `envevo evolve`)."
+
+
+def _pool(lineages: str, n_lineages: int, generations: int, pool_seed: int):
+    """(training lineages, held-out lineages or None, pool description)."""
+    from envevo.errors import UserError
+    from envevo.schedule import load_lineages, synthetic_lineages
+
+    if lineages == "synthetic":
+        train = synthetic_lineages(n_lineages, generations, seed=pool_seed)
+        held = synthetic_lineages(max(2, n_lineages // 2), generations, seed=pool_seed, prefix="heldout")
+        return train, held, {"source": "synthetic", "pool_seed": pool_seed,
+                             "heldout": "separate synthetic lineages (same generator, other seeds)"}
+    path = Path(lineages)
+    if not path.is_dir():
+        raise UserError(f"--lineages {lineages!r} is neither 'synthetic' nor a run directory")
+    train = load_lineages(path)
+    if len(train) >= 4:
+        return train, None, {"source": str(path), "heldout": "every 4th lineage of the run, not trained on"}
+    gens = max(r.generation for lin in train for r in lin)
+    held = synthetic_lineages(8, max(gens, 1), seed=pool_seed, prefix="heldout")
+    return train, held, {"source": str(path), "pool_seed": pool_seed,
+                         "heldout": f"the run has {len(train)} lineage(s) (< 4): held out are 8 synthetic "
+                                    "lineages over the procedural catalog"}
+
+
+def _table(result: Any) -> Table:
+    from envevo.schedule._report import SHORT_TITLES, TABLE_METRICS, fmt_pm, metric_title
+
+    c = result.config
+    t = Table(title=f"{result.label}\nmean±95% CI half-width over {c.seeds} seeds; {c.steps} steps of "
+                    f"{c.batch_envs} groups × {c.group_size} rollouts",
+              caption="partial: groups with 0 < passes < B (≤N: first N steps). held-out: mean success on "
+                      "held-out environments after the last step. mastered: training envs at p ≤ τ before, > τ after.",
+              title_justify="left", caption_justify="left")
+    t.add_column("scheduler", style="bold", no_wrap=True)
+    for m, _, _ in TABLE_METRICS:
+        t.add_column(metric_title(SHORT_TITLES[m], result), overflow="fold", justify="right")
+    for s in result.schedulers:
+        t.add_row(escape(s), *[fmt_pm(result.summary[s][m], d) for m, _, d in TABLE_METRICS])
+    return t
+
+
+def _paired_table(result: Any) -> Table:
+    from envevo.schedule._report import PAIRED_METRICS, SHORT_TITLES, fmt_pm, metric_title
+
+    t = Table(title=f"SIMULATION — difference from {result.reference}, paired by seed: mean±95% CI half-width",
+              title_justify="left")
+    t.add_column("scheduler", style="bold", no_wrap=True)
+    for m in PAIRED_METRICS:
+        t.add_column(metric_title(SHORT_TITLES[m], result), overflow="fold", justify="right")
+    for s, d in result.paired.items():
+        t.add_row(f"{escape(s)} − {escape(result.reference)}",
+                  *[fmt_pm(d[m], 0 if m == "rollouts_per_mastered" else 3) for m in PAIRED_METRICS])
+    return t
+
+
+@schedule_app.command("simulate")
+@user_errors
+def simulate(
+    lineages: str = typer.Option("synthetic", "--lineages", help=LINEAGES_HELP),
+    schedulers: str = typer.Option(
+        "el,random,plr,sfl,dapo,pools,coevo", "--schedulers",
+        help="Comma-separated scheduler specs; extensions with '+', e.g. el+patience,el+frontier,el+beta.",
+    ),
+    steps: int = typer.Option(200, "--steps", min=1, help="GRPO steps per run."),
+    seeds: int = typer.Option(5, "--seeds", min=1, help="Repeated runs per scheduler (for the CIs)."),
+    seed: int = typer.Option(0, "--seed", help="First seed; runs use seed, seed+1, …"),
+    batch_envs: int = typer.Option(16, "--batch-envs", min=1, help="Groups (environments) per step."),
+    group_size: int = typer.Option(8, "--group-size", min=1, help="Rollouts per group (B)."),
+    tau: float = typer.Option(0.75, "--tau", min=0.0, max=0.999, help="EL passes an environment at > τ·B passes."),
+    lag: int = typer.Option(0, "--lag", min=0, help="Steps until a group is observed (asynchronous trainer)."),
+    lr: float = typer.Option(0.3, "--lr", min=0.0, help="Learner's competence learning rate (familiarity: half)."),
+    n_lineages: int = typer.Option(16, "--synthetic-lineages", min=1, help="Lineages of a synthetic pool."),
+    generations: int = typer.Option(15, "--generations", min=0, help="Generations of a synthetic pool."),
+    pool_seed: int = typer.Option(0, "--pool-seed", help="Seed of the synthetic pool (and synthetic held-out set)."),
+    out_dir: Path | None = typer.Option(
+        None, "--out", help="Write PNG plots, simulation.html and simulation.json here."
+    ),
+    json_out: bool = typer.Option(
+        False, "--json", help="Print one JSON object (summary, paired, runs) instead of tables."
+    ),
+) -> None:
+    """Run schedulers against a synthetic GRPO learner on a lineage pool. SIMULATION: no model is trained."""
+    from envevo.schedule._learner import LearnerConfig
+    from envevo.schedule._simulate import SimConfig
+    from envevo.schedule._simulate import simulate as run_simulation
+
+    specs = [s.strip() for s in schedulers.split(",") if s.strip()]
+    config = SimConfig(steps=steps, seeds=seeds, seed=seed, batch_envs=batch_envs, group_size=group_size, tau=tau,
+                       lag=lag, early_steps=min(50, steps), learner=LearnerConfig(lr_skill=lr, lr_scenario=lr / 2))
+    from envevo.schedule import parse_spec
+
+    for s in specs:
+        parse_spec(s)
+    train, held, info = _pool(lineages, n_lineages, generations, pool_seed)
+    with progress("simulating (simulation)", total=len(specs) * seeds) as advance:
+        result = run_simulation(train, specs, config, heldout=held, pool=info,
+                                on_run=lambda r: advance(f"{r.scheduler} seed {r.seed}"))
+    files: dict[str, str] = {}
+    if out_dir is not None:
+        from envevo.schedule._report import write_report
+
+        files = write_report(result, out_dir)
+    if json_out:
+        data = result.model_dump(mode="json")
+        data["runs"] = [{k: r[k] for k in ("scheduler", "seed", "metrics", "progress")} for r in data["runs"]]
+        data["files"] = files
+        print_json(data)
+        return
+    out.print(_table(result))
+    if result.paired:
+        out.print(_paired_table(result))
+    for spec, notes in result.notes.items():
+        for n in notes:
+            out.print(f"[yellow]note[/] {escape(spec)}: {escape(n)}")
+    out.print(f"pool: {escape(str(result.pool))}", soft_wrap=True, highlight=False)
+    if files:
+        out.print(f"plots and report (simulation): {escape(files['simulation.html'])}", soft_wrap=True)
+
+
+@schedule_app.command("list")
+@user_errors
+def list_schedulers(json_out: bool = typer.Option(False, "--json", help="Print a JSON list.")) -> None:
+    """The schedulers available to `simulate` and to trainers, with their opt-in extensions."""
+    from envevo.schedule import scheduler_class, scheduler_names
+
+    rows = [{"name": n, "summary": scheduler_class(n).summary, "extensions": list(scheduler_class(n).EXTENSIONS)}
+            for n in scheduler_names()]
+    if json_out:
+        print_json(rows)
+        return
+    t = Table(title="schedulers")
+    t.add_column("name", style="bold")
+    t.add_column("what it does")
+    t.add_column("extensions (name+ext)")
+    for r in rows:
+        t.add_row(r["name"], escape(r["summary"]), ", ".join(r["extensions"]) or "-")
+    out.print(t)
+    err.print("compose extensions with '+': e.g. el+patience+frontier")

@@ -1,0 +1,82 @@
+"""Curriculum scheduling of evolved lineages for RL training, trainer-agnostic, plus a GRPO curriculum simulator.
+
+Every scheduler takes *lineages* (see :mod:`envevo.schedule._records`: lists of :class:`EnvRecord`, one list
+per lineage, one record per version) and offers one interface: ``next(n)`` → environment ids to roll out
+(one group each), ``observe(env_id, rewards)`` → :class:`Observation`, ``state_dict()`` /
+``load_state_dict()``. Build one by name with :func:`make_scheduler` (``"el"``, ``"el+patience+frontier"``,
+``"random"``, ``"plr"``, ``"sfl"``, ``"dapo"``, ``"pools"``, ``"coevo"``).
+
+The curriculum simulator (:func:`simulate`, a synthetic GRPO learner on a lineage pool) compares them; its
+numbers are a simulation, never a measurement. :func:`write_report` (plots, HTML) loads matplotlib lazily.
+"""
+
+from envevo.schedule._base import (
+    Observation,
+    Scheduler,
+    make_scheduler,
+    parse_spec,
+    register,
+    scheduler_class,
+    scheduler_names,
+)
+from envevo.schedule._coevo import CoevoScheduler
+from envevo.schedule._el import BetaAdvance, ELScheduler
+from envevo.schedule._learner import LearnerConfig, SyntheticLearner
+from envevo.schedule._load import load_lineages, synthetic_lineages
+from envevo.schedule._plr import PLRScheduler
+from envevo.schedule._pools import PoolsScheduler
+from envevo.schedule._records import EnvRecord, EnvTable, Lineages, ScheduleError, normalize_lineages
+from envevo.schedule._sfl import SFLScheduler
+from envevo.schedule._simulate import (
+    DEFAULT_SCHEDULERS,
+    METRICS,
+    SIMULATION_LABEL,
+    RunResult,
+    SimConfig,
+    SimulationResult,
+    simulate,
+)
+from envevo.schedule._uniform import DAPOScheduler, RandomScheduler
+
+__all__ = [
+    "DEFAULT_SCHEDULERS",
+    "METRICS",
+    "SIMULATION_LABEL",
+    "BetaAdvance",
+    "CoevoScheduler",
+    "DAPOScheduler",
+    "ELScheduler",
+    "EnvRecord",
+    "EnvTable",
+    "LearnerConfig",
+    "Lineages",
+    "Observation",
+    "PLRScheduler",
+    "PoolsScheduler",
+    "RandomScheduler",
+    "RunResult",
+    "SFLScheduler",
+    "ScheduleError",
+    "Scheduler",
+    "SimConfig",
+    "SimulationResult",
+    "SyntheticLearner",
+    "load_lineages",
+    "make_scheduler",
+    "normalize_lineages",
+    "parse_spec",
+    "register",
+    "scheduler_class",
+    "scheduler_names",
+    "simulate",
+    "synthetic_lineages",
+    "write_report",
+]
+
+
+def __getattr__(name: str):
+    if name == "write_report":  # matplotlib only when plots are wanted
+        from envevo.schedule._report import write_report
+
+        return write_report
+    raise AttributeError(f"module 'envevo.schedule' has no attribute {name!r}")

@@ -1,0 +1,46 @@
+"""Uniform random scheduling, and DAPO-style dynamic sampling on top of it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envevo.schedule._base import Scheduler, register
+
+
+@register("random", "uniform over every environment of every generation")
+class RandomScheduler(Scheduler):
+    """Each batch: distinct environments drawn uniformly (with replacement only when n exceeds the pool)."""
+
+    def _select(self, n: int) -> list[int]:
+        return self._uniform(n)
+
+
+@register("dapo", "DAPO dynamic sampling: uniform draws; zero-variance groups are dropped and refilled")
+class DAPOScheduler(Scheduler):
+    """DAPO's dynamic sampling (Yu et al., 2025): prompts are drawn uniformly; a group whose rewards are all
+    equal (all pass or all fail) carries no GRPO advantage and is dropped (``Observation.keep=False``), and
+    the trainer draws again (``next`` for the number dropped) until the batch is full of informative
+    groups or its refill budget (DAPO's ``max_num_gen_batches``) runs out. ``pending_refill`` counts the
+    dropped groups not yet replaced by a ``next`` call."""
+
+    dynamic_sampling = True
+
+    def __init__(self, lineages, *, group_size: int = 8, seed: int = 0, pass_threshold: float = 1.0) -> None:
+        super().__init__(lineages, group_size=group_size, seed=seed, pass_threshold=pass_threshold)
+        self.pending_refill = 0
+
+    def _select(self, n: int) -> list[int]:
+        self.pending_refill = max(0, self.pending_refill - n)
+        return self._uniform(n)
+
+    def _observe(self, i: int, rewards: list[float], passes: int) -> dict[str, Any]:
+        keep = max(rewards) != min(rewards)
+        if not keep:
+            self.pending_refill += 1
+        return {"keep": keep}
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {"pending_refill": self.pending_refill}
+
+    def _load_extra_state(self, extra: dict[str, Any]) -> None:
+        self.pending_refill = int(extra.get("pending_refill", 0))
