@@ -1,0 +1,117 @@
+"""k rollouts per task with any Harbor agent (or a simulated profile), recorded in a lineage store, resumable."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from envevo.errors import UserError
+from envevo.rollout._profiles import PROFILES, is_simulated
+from envevo.rollout._stats import RolloutSummary, summarize
+
+SIM_AGENT = "envevo.rollout.agents:SimulatedAgent"
+SIM_MODEL = "simulation"
+
+
+class Target(BaseModel):
+    """A task to roll out: a dir, its content hash, and where it sits in a run (if it does)."""
+
+    name: str
+    task_dir: Path
+    task_hash: str
+    lineage: str | None = None
+    generation: int | None = None
+
+
+def run_targets(store, verified_only: bool = True) -> list[Target]:
+    """Every (verified) version of every lineage in a run."""
+    return [Target(name=f"{lin.id}@{v.generation}", task_dir=store.task_dir(v.task_hash), task_hash=v.task_hash,
+                   lineage=lin.id, generation=v.generation)
+            for lin in store.lineages() for v in store.versions(lin.id) if v.verified or not verified_only]
+
+
+def dir_targets(paths: Sequence[Path]) -> list[Target]:
+    from envevo.task import load_task
+
+    out = []
+    for p in paths:
+        task = load_task(p)
+        out.append(Target(name=task.name, task_dir=Path(p), task_hash=task.content_hash()))
+    return out
+
+
+def agent_label(agent: str, model: str | None) -> tuple[str, str | None]:
+    """(agent, model) as recorded: simulated profiles record the model as 'simulation'."""
+    if is_simulated(agent):
+        if agent not in PROFILES:
+            raise UserError(f"unknown simulated agent {agent!r}; choose one of: {', '.join(PROFILES)}")
+        return agent, SIM_MODEL
+    return agent, model
+
+
+def _spec(t: Target, agent: str, model: str | None, k: int, env: str, trials_dir: Path):
+    from envevo.evolve.engines.procedural import derive_seed
+    from envevo.runtime import TrialSpec
+    from envevo.task import load_task
+
+    if not is_simulated(agent):
+        return TrialSpec(task_dir=t.task_dir, agent=agent, model=model, env=env, trials_dir=trials_dir)
+    meta = load_task(t.task_dir).envevo_metadata
+    if meta.get("engine") != "procedural" or not isinstance(meta.get("chain"), dict):
+        raise UserError(f"{t.name}: simulated agents act only on procedural tasks (no chain in [metadata.envevo]); "
+                        "use a real agent such as terminus-2")
+    return TrialSpec(task_dir=t.task_dir, agent=SIM_AGENT, model=None, env=env, trials_dir=trials_dir,
+                     agent_kwargs={"chain": meta["chain"], "profile": agent, "seed": derive_seed(t.task_hash, agent, k)})
+
+
+def pending(targets: Sequence[Target], agent: str, model: str | None, k: int, store=None) -> list[tuple[Target, int]]:
+    """(target, index) pairs still to run: recorded rollouts count, unless infrastructure failed them."""
+    todo = []
+    for t in targets:
+        done = set()
+        if store is not None:
+            done = {r.k for r in store.rollouts(t.task_hash, agent=agent, model=model or "")
+                    if r.error_kind != "infrastructure_error"}
+        todo += [(t, i) for i in range(k) if i not in done]
+    return todo
+
+
+async def rollout(targets: Sequence[Target], agent: str, model: str | None, k: int, *, env: str = "podman",
+                  concurrency: int = 2, trials_dir: Path, store=None,
+                  on_trial: Callable[[Target, object], None] | None = None) -> list[RolloutSummary]:
+    """Run the missing rollouts, record each as it finishes (so a kill loses only trials in flight), summarize."""
+    from envevo.runtime import run_trials
+
+    agent, model = agent_label(agent, model)
+    todo = pending(targets, agent, model, k, store)
+    specs = [_spec(t, agent, model, i, env, trials_dir / t.task_hash[:12]) for t, i in todo]
+    fresh: dict[str, list] = {}
+
+    def done(j: int, o) -> None:
+        t, i = todo[j]
+        fresh.setdefault(t.task_hash, []).append(o)
+        if store is not None:
+            store.add_rollout(t.task_hash, agent, i, model=model, reward=o.reward, turns=o.turns,
+                              input_tokens=o.n_input_tokens, output_tokens=o.n_output_tokens, cost_usd=o.cost_usd,
+                              duration_s=o.timings.total, error_kind=o.error_kind.value,
+                              simulated=is_simulated(agent), trial_dir=o.trial_dir)
+        if on_trial is not None:
+            on_trial(t, o)
+
+    if specs:
+        await run_trials(specs, concurrency=concurrency, retries=1, on_done=done)
+    summaries = []
+    for t in targets:
+        rows = store.rollouts(t.task_hash, agent=agent, model=model or "") if store is not None else fresh.get(t.task_hash, [])
+        rows = [r for r in rows if getattr(r, "k", 0) < k]
+        summaries.append(summarize(t.name, rows, task_hash=t.task_hash, lineage=t.lineage, generation=t.generation,
+                                   agent=agent, model=model, simulated=is_simulated(agent)))
+    return summaries
+
+
+def run_rollouts(*args, **kwargs) -> list[RolloutSummary]:
+    """`rollout` in one fresh event loop (Harbor keeps loop-bound locks: one loop per command)."""
+    return asyncio.run(rollout(*args, **kwargs))

@@ -1,0 +1,56 @@
+"""Rollout summaries: pass count out of k, pass rate, mean turns, and the unbiased pass@k estimator."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from math import comb
+
+from pydantic import BaseModel, Field
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from n samples with c passes: 1 − C(n−c, k) / C(n, k) (Chen et al., 2021)."""
+    if not 0 <= c <= n or k < 1:
+        raise ValueError(f"need 0 <= c <= n and k >= 1 (n={n}, c={c}, k={k})")
+    if k > n:
+        raise ValueError(f"pass@{k} needs at least {k} samples, have {n}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+class RolloutSummary(BaseModel):
+    task: str
+    task_hash: str | None = None
+    lineage: str | None = None
+    generation: int | None = None
+    agent: str
+    model: str | None = None
+    simulated: bool = False
+    n: int = Field(description="counted rollouts (infrastructure failures are not counted)")
+    passes: int
+    pass_rate: float | None = None
+    mean_turns: float | None = None
+    pass_at_k: float | None = Field(default=None, description="pass@n: chance that at least one of n passes")
+    errors: dict[str, int] = Field(default_factory=dict, description="error kind -> count, for non-ok rollouts")
+
+    @property
+    def label(self) -> str:
+        return f"{self.passes}/{self.n}"
+
+
+def summarize(task: str, rows: Iterable, **fields) -> RolloutSummary:
+    """Summarize rollouts (store Rollout rows or anything with reward/turns/error_kind/passed)."""
+    rows = [r for r in rows if str(r.error_kind or "ok") != "infrastructure_error"]
+    passes = sum(1 for r in rows if r.passed)
+    turns = [r.turns for r in rows if r.turns is not None]
+    errors: dict[str, int] = {}
+    for r in rows:
+        kind = str(r.error_kind or "ok")
+        if kind != "ok":
+            errors[kind] = errors.get(kind, 0) + 1
+    n = len(rows)
+    return RolloutSummary(
+        task=task, n=n, passes=passes, pass_rate=passes / n if n else None,
+        mean_turns=sum(turns) / len(turns) if turns else None,
+        pass_at_k=pass_at_k(n, passes, n) if n else None, errors=errors, **fields)

@@ -1,0 +1,93 @@
+"""`envevo difficulty`: D_T and its terms for a task and for every generation of a run."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from envevo.cli.difficulty_cmd import difficulty, run_rows, task_rows
+from envevo.errors import UserError
+from envevo.evolve.engines.procedural import CatalogPrior, compose, mutate, random_chain, write_task
+from envevo.store import LineageStore
+from envevo.task import Task, load_task, save
+from envevo.trace import Direction, Effort
+from envevo.trace._estimators import ESTIMATORS, estimator, trace_of_task
+
+app = typer.Typer()
+app.command()(difficulty)
+
+
+def _run(tmp_path: Path) -> tuple[Path, list]:
+    """A run with one procedural lineage of three generations, each a length edit."""
+    prior, rng = CatalogPrior(), random.Random(0)
+    chain = random_chain(None, 2, 5)
+    chains = [chain]
+    store = LineageStore.open(tmp_path / "run", durable=False)
+    lid = store.create_lineage("seed", compose(chain), trace=chain.trace(), difficulty=prior.difficulty(chain.trace()),
+                               verified=True)
+    for g in (1, 2):
+        chain = mutate(chain, Direction.LENGTH, Effort.HIGH, rng, prior)
+        chains.append(chain)
+        store.commit_generation(lid, g, compose(chain), direction="length", effort="high", trace=chain.trace(),
+                                difficulty=prior.difficulty(chain.trace()), verified=True)
+    store.close()
+    return tmp_path / "run", chains
+
+
+def test_task_difficulty_matches_the_catalog_prior(tmp_path: Path) -> None:
+    chain = random_chain(None, 3, 7)
+    path = write_task(chain, tmp_path / "t")
+    [row] = task_rows([path])
+    want = CatalogPrior().difficulty(chain.trace())
+    assert (row["L"], row["D_T"], row["estimator"]) == (3, want.D_T, "procedural-catalog-v1")
+    assert row["D_T"] == pytest.approx(row["scenario_novelty"] + row["skill_rarity"], abs=1e-5)
+
+
+def test_run_json_gives_every_generation_and_rises_with_length(tmp_path: Path) -> None:
+    run, chains = _run(tmp_path)
+    res = CliRunner().invoke(app, [str(run), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["kind"] == "run" and data["estimator"] == "procedural-catalog-v1"
+    rows = data["rows"]
+    assert [r["generation"] for r in rows] == [0, 1, 2]
+    assert [r["L"] for r in rows] == [c.L for c in chains]
+    for r in rows:
+        assert {"D_T", "scenario_novelty", "skill_rarity", "estimator", "xi"} <= set(r)
+    assert rows[0]["D_T"] < rows[1]["D_T"] < rows[2]["D_T"]  # a length edit only adds terms
+
+
+def test_table_output_names_the_estimator(tmp_path: Path) -> None:
+    run, _ = _run(tmp_path)
+    res = CliRunner().invoke(app, [str(run)], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    assert "procedural-catalog-v1" in res.stdout and "length" in res.stdout
+    assert run_rows(run)[2]["direction"] == "length"
+
+
+def test_non_procedural_task_is_one_line_error(tmp_path: Path) -> None:
+    task = Task()
+    task.write("instruction.md", "Write hello to /app/out.txt\n")
+    task.write("environment/Dockerfile", "FROM debian:bookworm-slim\n")
+    task.write("tests/test.sh", "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n", executable=True)
+    task.write("solution/solve.sh", "#!/bin/bash\necho hello > /app/out.txt\n", executable=True)
+    task.set_config({"schema_version": "1.4", "task": {"name": "plain/hello"}})
+    path = save(task, tmp_path / "plain")
+    with pytest.raises(UserError, match="--engine llm"):
+        trace_of_task(load_task(path))
+    res = CliRunner().invoke(app, [str(path)])
+    assert res.exit_code == 2
+    assert "--engine llm" in res.output and "Traceback" not in res.output
+
+
+def test_unknown_estimator_and_missing_target(tmp_path: Path) -> None:
+    assert "catalog" in ESTIMATORS and estimator("catalog").name == "procedural-catalog-v1"
+    with pytest.raises(UserError, match="unknown p_T estimator"):
+        estimator("nope")
+    res = CliRunner().invoke(app, [str(tmp_path / "missing")])
+    assert res.exit_code == 2 and "does not exist" in res.output

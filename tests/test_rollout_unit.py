@@ -1,0 +1,182 @@
+"""Rollouts without a sandbox: pass@k, summaries, profile math, the simulated episode, resume, seed selection."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from math import comb
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import typer
+from hypothesis import given, strategies as st
+from typer.testing import CliRunner
+
+from envevo.cli.rollout_cmd import parse_fraction, rollout_reasons, select
+from envevo.errors import UserError
+from envevo.evolve.engines.procedural import CatalogPrior, build_blocks, random_chain, write_task
+from envevo.rollout import (PROFILES, SimProfile, agent_label, dir_targets, pass_at_k, pending, play, step_probability,
+                            summarize)
+from envevo.store import LineageStore
+
+
+def test_pass_at_k_known_values() -> None:
+    assert pass_at_k(8, 0, 8) == 0.0
+    assert pass_at_k(8, 1, 8) == 1.0
+    assert pass_at_k(8, 4, 1) == pytest.approx(0.5)
+    assert pass_at_k(10, 3, 2) == pytest.approx(1 - comb(7, 2) / comb(10, 2))
+    with pytest.raises(ValueError):
+        pass_at_k(4, 5, 1)
+
+
+@given(st.integers(1, 20).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n), st.integers(1, n))))
+def test_pass_at_k_is_monotone_in_k_and_c(args) -> None:
+    n, c, k = args
+    v = pass_at_k(n, c, k)
+    assert 0.0 <= v <= 1.0
+    if k < n:
+        assert pass_at_k(n, c, k + 1) >= v - 1e-12
+    if c < n:
+        assert pass_at_k(n, c + 1, k) >= v - 1e-12
+
+
+def _row(reward, turns, kind="ok"):
+    return SimpleNamespace(reward=reward, turns=turns, error_kind=kind,
+                           passed=kind == "ok" and reward is not None and reward >= 1.0)
+
+
+def test_summary_counts_and_excludes_infrastructure() -> None:
+    rows = [_row(1.0, 10), _row(0.0, 20), _row(None, None, "agent_timeout"), _row(None, None, "infrastructure_error")]
+    s = summarize("t", rows, agent="a")
+    assert (s.n, s.passes, s.label) == (3, 1, "1/3")
+    assert s.pass_rate == pytest.approx(1 / 3) and s.mean_turns == 15 and s.pass_at_k == 1.0
+    assert s.errors == {"agent_timeout": 1}
+
+
+def test_profiles_are_distinct_and_ordered() -> None:
+    prior, chain = CatalogPrior(), random_chain(None, 4, 1)
+    assert set(PROFILES) >= {"sim-strong", "sim-medium", "sim-weak"}
+    for st_ in chain.steps:
+        ps = [step_probability(PROFILES[n], prior, st_.scenario, st_.skill, chain.goal)
+              for n in ("sim-strong", "sim-medium", "sim-weak")]
+        assert 1 > ps[0] > ps[1] > ps[2] > 0
+
+
+def test_rarer_skill_is_harder() -> None:
+    prior, prof = CatalogPrior(), PROFILES["sim-medium"]
+    goal = random_chain(None, 2, 0).goal
+    from envevo.evolve.engines.procedural import SCENARIOS, skills_for
+
+    sc = next(s for s in SCENARIOS if len(skills_for(s)) > 1)
+    by_cost = sorted(skills_for(sc), key=lambda k: prior.neg_log_p_skill(k, sc, goal))
+    easy, rare = by_cost[0], by_cost[-1]
+    if prior.neg_log_p_skill(easy, sc, goal) < prior.neg_log_p_skill(rare, sc, goal):
+        assert step_probability(prof, prior, sc, easy, goal) > step_probability(prof, prior, sc, rare, goal)
+
+
+def _episode(p_step: float, ok_rc: int = 0):
+    chain = random_chain(None, 3, 2)
+    cmds: list[str] = []
+
+    async def run(cmd: str):
+        cmds.append(cmd)
+        return ok_rc, ""
+
+    prof = PROFILES["sim-strong"].model_copy(update={"p_step": p_step})
+    ep = asyncio.run(play(chain, build_blocks(chain), prof, CatalogPrior(), random.Random(0), run))
+    return ep, cmds
+
+
+def test_episode_every_command_is_a_turn() -> None:
+    ep, cmds = _episode(1.0)
+    assert ep.turns == len(cmds) and ep.simulated
+    assert all(s.attempts == ["oracle"] for s in ep.steps)  # competent: one attempt per step
+    ep0, _ = _episode(0.0)
+    assert all(set(s.attempts) == {"wrong"} for s in ep0.steps)
+
+
+def test_failed_self_check_earns_retries() -> None:
+    ep, cmds = _episode(1.0, ok_rc=1)
+    retries = PROFILES["sim-strong"].retries
+    assert all(len(s.attempts) == retries + 1 and not any(s.self_check) for s in ep.steps)
+
+
+def test_simulated_labels() -> None:
+    assert agent_label("sim-weak", "gpt") == ("sim-weak", "simulation")
+    assert agent_label("terminus-2", "openai/x") == ("terminus-2", "openai/x")
+    with pytest.raises(UserError, match="unknown simulated agent"):
+        agent_label("sim-nope", None)
+
+
+def _seed_store(tmp_path: Path):
+    paths = [write_task(random_chain(None, 2, s), tmp_path / f"t{s}") for s in (1, 2)]
+    targets = dir_targets(paths)
+    store = LineageStore.open(tmp_path / "run", durable=False)
+    # t1: hard and long; t2: easy. Rollout 3 of t1 hit infrastructure and must be re-run on resume.
+    for i in range(4):
+        store.add_rollout(targets[0].task_hash, "sim-strong", i, model="simulation", reward=float(i == 0), turns=40,
+                          error_kind="infrastructure_error" if i == 3 else "ok", simulated=True)
+        store.add_rollout(targets[1].task_hash, "sim-strong", i, model="simulation", reward=1.0, turns=12,
+                          error_kind="ok", simulated=True)
+    return paths, targets, store
+
+
+def test_resume_skips_recorded_rollouts(tmp_path: Path) -> None:
+    _, targets, store = _seed_store(tmp_path)
+    todo = pending(targets, "sim-strong", "simulation", 6, store)
+    assert [(t.task_hash == targets[0].task_hash, i) for t, i in todo] == [(True, 3), (True, 4), (True, 5), (False, 4), (False, 5)]
+    store.close()
+
+
+def test_seed_selection_thresholds(tmp_path: Path) -> None:
+    paths, _, store = _seed_store(tmp_path)
+    store.close()
+    assert parse_fraction("4/8") == 0.5
+    with pytest.raises(UserError):
+        parse_fraction("four")
+    app = typer.Typer()
+    app.command()(select)
+    res = CliRunner().invoke(app, [*map(str, paths), "--rollouts", str(tmp_path / "run"), "--no-verify",
+                                   "--min-turns", "30", "--out", str(tmp_path / "seeds"), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["selected"] == [str(paths[0])]
+    [rejected] = [t for t in doc["tasks"] if not t["selected"]]
+    assert any("too easy" in r for r in rejected["reasons"]) and any("too short" in r for r in rejected["reasons"])
+    assert (tmp_path / "seeds" / "tasks" / paths[0].name / "task.toml").is_file()
+    assert json.loads((tmp_path / "seeds" / "selection.json").read_text())["selected"] == doc["selected"]
+
+
+def test_no_rollouts_is_a_reason() -> None:
+    s = summarize("t", [], agent="a")
+    assert rollout_reasons(s, 0.5, 30) == ["no rollouts recorded; run `envevo rollout TASK --store RUN` first"]
+
+
+def test_generation_table_averages_lineages(tmp_path: Path) -> None:
+    from envevo.evolve.engines.procedural import compose, mutate
+    from envevo.rollout import by_generation
+    from envevo.trace import Direction, Effort
+
+    prior, rng = CatalogPrior(), random.Random(0)
+    store = LineageStore.open(tmp_path / "run", durable=False)
+    store.set_run_config({"effort": "high"})
+    for seed in (1, 2):
+        chain = random_chain(None, 2, seed)
+        lid = store.create_lineage(f"s{seed}", compose(chain), trace=chain.trace(), verified=True)
+        hashes = [store.latest_version(lid).task_hash]
+        chain = mutate(chain, Direction.LENGTH, Effort.HIGH, rng, prior)
+        hashes.append(store.commit_generation(lid, 1, compose(chain), direction="length", effort="high",
+                                              trace=chain.trace(), verified=True).task_hash)
+        for gen, h in enumerate(hashes):
+            for i in range(4):  # generation 0 passes 3/4 (s1) and 1/4 (s2); generation 1 always fails
+                passed = gen == 0 and i < (3 if seed == 1 else 1)
+                store.add_rollout(h, "sim-weak", i, model="simulation", reward=float(passed), turns=10 + 10 * gen,
+                                  error_kind="ok", simulated=True)
+    points = by_generation(store)
+    store.close()
+    assert [(p.generation, p.tasks, p.rollouts) for p in points] == [(0, 2, 8), (1, 2, 8)]
+    assert points[0].pass_rate == pytest.approx(0.5) and points[1].pass_rate == 0.0
+    assert (points[0].mean_turns, points[1].mean_turns) == (10, 20)
+    assert all(p.simulated and p.effort == "high" for p in points)
