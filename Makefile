@@ -1,12 +1,13 @@
 # The README's two commands: `make demo` (set up, then run the main job offline) and `make test`.
 VENV   := .venv
+RLVENV := .venv-rl
 PY     := $(VENV)/bin/python
 ENVEVO := $(VENV)/bin/envevo
 SEEDS  := examples/seeds
 DEMO   := runs/demo
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: venv sandbox demo verify-seeds test test-fast clean
+.PHONY: venv rl-venv sandbox demo verify-seeds test test-fast clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || "$$(scripts/find-python)" -m venv $(VENV)
@@ -15,6 +16,19 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 venv: $(VENV)/.installed
+
+# The trainer adapters' tests need torch, trl, verifiers and verl, which cannot share a venv with Harbor.
+$(RLVENV)/.installed: pyproject.toml scripts/rl-requirements
+	test -x $(RLVENV)/bin/python || "$$(scripts/find-python)" -m venv $(RLVENV)
+	$(RLVENV)/bin/python -m pip install -q --upgrade pip
+	$(RLVENV)/bin/python -m pip install -q --no-deps -e .
+	scripts/rl-requirements > $(RLVENV)/requirements.txt
+	$(RLVENV)/bin/python -m pip install -q -r $(RLVENV)/requirements.txt
+	# verl 0.7.1 is the last release with AbstractCurriculumSampler; it declares numpy<2 but runs on numpy 2.
+	$(RLVENV)/bin/python -m pip install -q --no-deps verl==0.7.1
+	touch $@
+
+rl-venv: $(RLVENV)/.installed
 
 # Podman + runc + compose + containers.conf + the seeds' base images; seconds when already in place.
 sandbox: venv
@@ -31,12 +45,13 @@ demo: sandbox
 verify-seeds: sandbox
 	$(ENVEVO) verify $(SEEDS)
 
-test: sandbox
+test: sandbox rl-venv
 	$(PY) -m pytest -q
+	ENVEVO_RL_TESTS=1 $(RLVENV)/bin/python -m pytest -q tests/test_adapters_*.py
 
 # Everything but the tests that start containers.
 test-fast: venv
 	$(PY) -m pytest -q -m 'not sandbox'
 
 clean:
-	rm -rf $(VENV) jobs runs .pytest_cache
+	rm -rf $(VENV) $(RLVENV) jobs runs .pytest_cache

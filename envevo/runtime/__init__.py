@@ -1,8 +1,11 @@
-"""The one place that talks to Harbor: run trials (agent × task × environment) and report outcomes."""
+"""The one place that talks to Harbor: run trials (agent × task × environment) and report outcomes.
+
+Harbor is imported only when a trial runs (`run_trial`, `run_trials`), so modules that merely use the
+outcome types (verdicts, the store, the trainer adapters' environments) load without it.
+"""
 
 from envevo.runtime._cleanup import list_containers, remove_containers, sweep_orphans
 from envevo.runtime._outcome import ErrorKind, PhaseTimings, TrialOutcome, TrialSpec
-from envevo.runtime._trial import run_trial, run_trials
 
 __all__ = [
     "ErrorKind",
@@ -15,3 +18,11 @@ __all__ = [
     "run_trials",
     "sweep_orphans",
 ]
+
+
+def __getattr__(name: str):
+    if name in ("run_trial", "run_trials"):
+        from envevo.runtime import _trial
+
+        return getattr(_trial, name)
+    raise AttributeError(f"module 'envevo.runtime' has no attribute {name!r}")

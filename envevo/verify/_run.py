@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from envevo.runtime import TrialOutcome, TrialSpec, run_trials
+from envevo.runtime import TrialOutcome, TrialSpec
 from envevo.task import Task
 from envevo.verify._rubric import TaskVerifier
 from envevo.verify._verdict import Verdict
@@ -38,6 +38,8 @@ async def verify_tasks(
     def done(_k: int, outcome: TrialOutcome) -> None:
         if on_trial_done is not None:
             on_trial_done(outcome)
+
+    from envevo.runtime import run_trials  # imports Harbor: only when trials really run
 
     outcomes = await run_trials([spec for _, _, spec in plan], concurrency=concurrency, retries=retries, on_done=done, gate=gate)
 

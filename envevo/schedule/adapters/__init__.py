@@ -1,0 +1,15 @@
+"""Trainer adapters: an envevo scheduler driving verl, prime-rl (verifiers) and TRL.
+
+Each adapter lives in its own module and imports its framework there, so importing this package costs
+nothing; install the frameworks with the ``rl`` extra (``pip install 'envevo[rl]'``):
+
+- :mod:`envevo.schedule.adapters.prime_rl`: ``EnvevoTaskSampler``, prime-rl's ``TaskSampler`` protocol;
+- :mod:`envevo.schedule.adapters.trl`: ``EnvevoGRPOTrainer`` / ``SchedulerRepeatSampler``;
+- :mod:`envevo.schedule.adapters.verl`: ``EnvevoCurriculumSampler`` (``data.sampler.class_path``).
+
+``docs/trainers.md`` has a config snippet per trainer.
+"""
+
+from envevo.schedule.adapters._common import build_scheduler, lineages_from_rows, observe_groups
+
+__all__ = ["build_scheduler", "lineages_from_rows", "observe_groups"]

@@ -1,0 +1,139 @@
+"""TRL: GRPO on an envevo curriculum.
+
+:class:`EnvevoGRPOTrainer` is TRL's ``GRPOTrainer`` with two changes:
+
+- its train sampler is :class:`SchedulerRepeatSampler`: the layout of TRL's ``RepeatSampler`` (each
+  prompt ``num_generations`` times in a row, a chunk of ``generation_batch_size // num_generations``
+  prompts repeated ``num_iterations * steps_per_generation`` times), but each chunk's prompts are the
+  rows of the environments the scheduler serves next (``scheduler.next(chunk)``) instead of a shuffle;
+- after rewards are computed (and gathered across processes, as TRL does), the environment ids of the
+  whole generation batch are gathered too and every process feeds the same groups back in the same
+  order (:func:`~envevo.schedule.adapters._common.observe_groups`): every rank's scheduler stays
+  identical, so every rank's sampler keeps drawing the same environments, which TRL's grouping needs.
+
+The train dataset holds one row per environment with a column ``env_id`` (its export name) plus
+``lineage`` and ``generation``, as ``envevo export RUN --format rl`` writes. The scheduler's
+``group_size`` is ``num_generations``. A rollout passes at reward ``>= pass_threshold`` of the scheduler
+(1.0 by default) on the weighted sum of the reward functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from accelerate.utils import gather_object
+from torch.utils.data import Sampler
+from trl import GRPOTrainer
+
+from envevo.schedule._base import Observation, Scheduler
+from envevo.schedule._records import ScheduleError
+from envevo.schedule.adapters._common import ENV_ID, build_scheduler, observe_groups, row_positions
+
+
+class SchedulerRepeatSampler(Sampler[int]):
+    """TRL ``RepeatSampler`` layout, with prompts chosen by an envevo scheduler."""
+
+    def __init__(
+        self,
+        env_ids: Sequence[str],
+        scheduler: Scheduler,
+        mini_repeat_count: int,
+        batch_size: int = 1,
+        repeat_count: int = 1,
+    ) -> None:
+        if mini_repeat_count < 1 or batch_size < 1 or repeat_count < 1:
+            raise ScheduleError("mini_repeat_count, batch_size and repeat_count must be >= 1")
+        self.scheduler = scheduler
+        self.positions = row_positions(env_ids, scheduler)
+        self.num_samples = len(env_ids)
+        self.mini_repeat_count = mini_repeat_count
+        self.batch_size = batch_size
+        self.repeat_count = repeat_count
+
+    def __iter__(self) -> Iterator[int]:
+        for _ in range(self.num_samples // self.batch_size):
+            chunk = [self.positions[e] for e in self.scheduler.next(self.batch_size)]
+            for _ in range(self.repeat_count):
+                for index in chunk:
+                    for _ in range(self.mini_repeat_count):
+                        yield index
+
+    def __len__(self) -> int:
+        return (self.num_samples // self.batch_size) * self.batch_size * self.mini_repeat_count * self.repeat_count
+
+
+class EnvevoGRPOTrainer(GRPOTrainer):
+    """``GRPOTrainer`` whose training prompts follow an envevo scheduler and whose rewards feed it back.
+
+    Pass ``scheduler=`` (an instance, or a spec such as ``"el"`` built over the train dataset's rows with
+    ``scheduler_seed`` and ``scheduler_options``); everything else is ``GRPOTrainer``'s."""
+
+    def __init__(
+        self,
+        *args: Any,
+        scheduler: Scheduler | str = "el",
+        scheduler_seed: int = 0,
+        scheduler_options: dict[str, Any] | None = None,
+        env_column: str = ENV_ID,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        ds = self.train_dataset
+        if ds is None or env_column not in getattr(ds, "column_names", []):
+            raise ScheduleError(f"EnvevoGRPOTrainer needs a train dataset with an {env_column!r} column "
+                                "(see `envevo export RUN --format rl`)")
+        self.env_column = env_column
+        self.scheduler = build_scheduler(
+            scheduler, rows=ds.to_list() if isinstance(scheduler, str) else None, seed=scheduler_seed,
+            group_size=self.num_generations, **(scheduler_options or {}),
+        )
+        if self.scheduler.group_size != self.num_generations:
+            raise ScheduleError(f"the scheduler's group_size ({self.scheduler.group_size}) must equal "
+                                f"num_generations ({self.num_generations})")
+        self.curriculum_observations: list[Observation] = []
+
+    def _get_train_sampler(self, dataset: Any = None) -> Sampler:
+        if dataset is None:
+            dataset = self.train_dataset
+        return SchedulerRepeatSampler(
+            env_ids=dataset[self.env_column],
+            scheduler=self.scheduler,
+            mini_repeat_count=self.num_generations,
+            batch_size=self.args.generation_batch_size // self.num_generations,
+            repeat_count=self.num_iterations * self.args.steps_per_generation,
+        )
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        if self.model.training:
+            env_ids = gather_object([row[self.env_column] for row in inputs])
+            weights = self.reward_weights.to(rewards_per_func.device).unsqueeze(0)
+            rewards = (rewards_per_func * weights).nansum(dim=1).tolist()
+            obs = observe_groups(self.scheduler, env_ids, rewards, self.num_generations)
+            self.curriculum_observations.extend(obs)
+        return rewards_per_func
+
+    def _save_checkpoint(self, model, trial):  # the scheduler state travels with every checkpoint
+        super()._save_checkpoint(model, trial)
+        if self.args.should_save:
+            import json
+            import os
+
+            from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+            run_dir = self._get_output_dir(trial=trial)
+            out = os.path.join(run_dir, f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}", "envevo_scheduler.json")
+            with open(out, "w") as f:
+                json.dump(self.scheduler.state_dict(), f)
+
+    def load_scheduler_state(self, checkpoint_dir: str) -> None:
+        """Restore the scheduler saved with a checkpoint (call before ``train(resume_from_checkpoint=…)``)."""
+        import json
+        import os
+
+        with open(os.path.join(checkpoint_dir, "envevo_scheduler.json")) as f:
+            self.scheduler.load_state_dict(json.load(f))
+
+
+__all__ = ["EnvevoGRPOTrainer", "SchedulerRepeatSampler"]

@@ -1,0 +1,100 @@
+"""TRL: the scheduler-driven RepeatSampler layout, and a real (tiny, CPU) GRPOTrainer run feeding rewards back."""
+
+from __future__ import annotations
+
+import pytest
+
+trl = pytest.importorskip("trl", reason="install the rl extra: pip install -e '.[rl]'")
+
+from datasets import Dataset  # noqa: E402
+from trl.trainer.utils import RepeatSampler  # noqa: E402
+
+from envevo.schedule import ScheduleError, make_scheduler, synthetic_lineages  # noqa: E402
+from envevo.schedule.adapters import lineages_from_rows, observe_groups  # noqa: E402
+from envevo.schedule.adapters.trl import EnvevoGRPOTrainer, SchedulerRepeatSampler  # noqa: E402
+
+
+def _rows(pool):
+    return [{"prompt": f"solve {r.id}", "env_id": r.id, "lineage": r.lineage, "generation": r.generation,
+             "D_T": r.D_T} for lin in pool for r in lin]
+
+
+def test_sampler_has_trl_repeat_sampler_layout_and_length():
+    pool = synthetic_lineages(4, 2, seed=2)
+    ds = Dataset.from_list(_rows(pool))
+    kw = dict(mini_repeat_count=4, batch_size=3, repeat_count=2)
+    ours = SchedulerRepeatSampler(ds["env_id"], make_scheduler("el", pool, group_size=4), **kw)
+    theirs = RepeatSampler(ds, shuffle=False, **kw)
+    a, b = list(ours), list(theirs)
+    assert len(ours) == len(theirs) == len(a) == len(b)
+    block = kw["mini_repeat_count"] * kw["batch_size"] * kw["repeat_count"]
+    for k in range(0, len(a), block):  # same structure: each index 4x in a row, chunk repeated twice
+        ca = a[k:k + block]
+        half = block // 2
+        assert ca[:half] == ca[half:]
+        assert all(len(set(ca[j:j + 4])) == 1 for j in range(0, half, 4))
+    # the first chunk is EL's generation-0 window (4 lineages, 3 per chunk)
+    first = {ds[i]["env_id"] for i in a[:12]}
+    assert all(e.endswith("__g00") for e in first) and len(first) == 3
+
+
+def test_feedback_is_identical_whatever_the_rank_and_rejects_mixed_groups():
+    pool = synthetic_lineages(2, 2, seed=0)
+    s1, s2 = make_scheduler("el", pool, group_size=2), make_scheduler("el", pool, group_size=2)
+    ids = s1.next(2)
+    s2.next(2)
+    env_ids = [ids[0], ids[0], ids[1], ids[1]]
+    for s in (s1, s2):
+        obs = observe_groups(s, env_ids, [1.0, 1.0, 0.0, 1.0], 2)
+    assert [o.passes for o in obs] == [2, 1] and obs[0].advanced
+    assert s1.state_dict() == s2.state_dict()
+    with pytest.raises(ScheduleError, match="mix environments"):
+        observe_groups(s1, [ids[0], ids[1]], [1.0, 1.0], 2)
+    with pytest.raises(ScheduleError, match="lacks"):
+        lineages_from_rows([{"env_id": "x"}])
+
+
+def _tiny_model_and_tokenizer(words):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    vocab = {w: i for i, w in enumerate(["[PAD]", "[UNK]", "[EOS]", *sorted(set(words))])}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    hf = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", eos_token="[EOS]")
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=len(vocab), n_embd=16, n_layer=1, n_head=2, n_positions=64,
+                                       bos_token_id=2, eos_token_id=2, pad_token_id=0))
+    return model, hf
+
+
+@pytest.mark.timeout(600)
+def test_real_grpo_trainer_serves_the_curriculum_and_observes_every_group(tmp_path):
+    from trl import GRPOConfig
+
+    pool = synthetic_lineages(3, 2, seed=5)
+    rows = _rows(pool)
+    words = [w for r in rows for w in r["prompt"].split()] + ["a", "b"]
+    model, tok = _tiny_model_and_tokenizer(words)
+    seen: list[str] = []
+
+    def reward(completions, env_id, **kw):  # the dataset column arrives as a reward kwarg
+        seen.extend(env_id)
+        return [1.0] * len(completions)  # every rollout passes: EL must advance each served environment
+
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=4, num_generations=4,
+                      max_completion_length=3, max_steps=3, report_to=[], use_cpu=True, logging_steps=1,
+                      save_strategy="no", seed=0, dataloader_num_workers=0)
+    trainer = EnvevoGRPOTrainer(model=model, processing_class=tok, reward_funcs=reward, args=args,
+                                train_dataset=Dataset.from_list(rows), scheduler="el")
+    trainer.train()
+    obs = trainer.curriculum_observations
+    assert len(obs) == 3  # one group (generation batch 4 = one environment x 4) per step
+    assert all(o.n == 4 and o.passes == 4 and o.solicited for o in obs)
+    # The dataloader draws one generation batch ahead, so an environment can be served once more before its
+    # passing group comes back: that group is accounted as late, never lost, and each environment passes once.
+    assert [o.env_id for o in obs] == seen[::4]
+    passed = [o.env_id for o in obs if o.advanced]
+    assert len(passed) == len(set(passed)) >= 2
+    assert all(o.late for o in obs if not o.advanced)
+    assert all(o.env_id.endswith("__g00") for o in obs)
+    assert trainer.scheduler.progress()["observed"] == 3
