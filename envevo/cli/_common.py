@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 out = Console()
@@ -22,7 +23,7 @@ def fail(message: str, code: int = 2) -> None:
     """End the command with one line on stderr; never a traceback for errors a user can fix."""
     import typer
 
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True, emoji=False)
     raise typer.Exit(code)
 
 

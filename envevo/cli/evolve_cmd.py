@@ -14,16 +14,36 @@ from envevo.errors import UserError
 from envevo.trace import Effort
 
 
-def make_engine(name: str):
-    """The engine and its rubric-slot checks."""
+def make_engine(name: str, llm: dict | None = None, env: str = "podman"):
+    """The engine and its rubric-slot checks. `llm` holds the --model/--base-url/… options of `--engine llm`."""
     if name == "procedural":
         from envevo.evolve.engines.procedural import ProceduralEngine, quality_check
         from envevo.verify import RuleRubric
 
         return ProceduralEngine(), [RuleRubric(quality_check)]
     if name == "llm":
-        raise UserError("the LLM engine is not available in this release yet; use --engine procedural")
+        from envevo.evolve.engines.llm import build_llm_engine
+
+        settings, rubrics = llm_settings(**(llm or {}))
+        return build_llm_engine(settings, env=env, rubric_files=rubrics)
     raise UserError(f"unknown engine {name!r}: use procedural or llm")
+
+
+def llm_settings(config: Path | None = None, model: str | None = None, base_url: str | None = None,
+                 api_key_env: str | None = None, role_model: list[str] | None = None, max_cost: float | None = None,
+                 max_tokens: int | None = None, rubric: list[Path] | None = None):
+    """envevo.toml's [llm] table with the command line's values on top."""
+    from envevo.llm import load_settings
+
+    roles = {}
+    for item in role_model or []:
+        role, sep, spec = item.partition("=")
+        if not sep or not spec:
+            raise UserError(f"--role-model {item!r}: use ROLE=provider:name, e.g. judge=openai:gpt-4.1-mini")
+        roles[role.strip()] = spec.strip()
+    settings = load_settings(config).with_overrides(model=model, base_url=base_url, api_key_env=api_key_env,
+                                                    role_models=roles, max_cost_usd=max_cost, max_tokens=max_tokens)
+    return settings, list(rubric or [])
 
 
 def _settings(store, given, resume: bool):
@@ -61,6 +81,20 @@ def evolve(
     plan_budget: int = typer.Option(3, "--plan-budget", min=1, help="Proposer→Reviewer rounds per direction."),
     env_budget: int = typer.Option(3, "--env-budget", min=1, help="Modifier→verifier rounds per plan."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary per lineage."),
+    model: str | None = typer.Option(None, "--model", help="llm: provider:name for every role, e.g. openai:gpt-4.1, "
+                                     "anthropic:claude-sonnet-4-5, or the served name with --base-url."),
+    base_url: str | None = typer.Option(None, "--base-url", help="llm: an OpenAI-compatible endpoint (vLLM, SGLang), "
+                                        "e.g. http://localhost:8000/v1."),
+    api_key_env: str | None = typer.Option(None, "--api-key-env", help="llm: the environment variable holding the key "
+                                           "(default OPENAI_API_KEY or ANTHROPIC_API_KEY)."),
+    role_model: list[str] = typer.Option([], "--role-model", help="llm: ROLE=provider:name for one role (proposer, "
+                                         "reviewer, modifier, judge); repeatable."),
+    llm_config: Path | None = typer.Option(None, "--llm-config", help="llm: a TOML file with an \\[llm] table "
+                                           "(default ./envevo.toml if present)."),
+    max_cost: float | None = typer.Option(None, "--max-cost", help="llm: USD per lineage; reaching it ends the lineage "
+                                          "as budget_exhausted (resumable)."),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", help="llm: tokens per lineage, same behaviour."),
+    rubric: list[Path] = typer.Option([], "--rubric", help="llm: an extra rubric TOML for the judge; repeatable."),
 ) -> None:
     """Evolve each seed into a lineage of harder, verified generations."""
     from envevo.cli.verify_cmd import preflight
@@ -70,7 +104,11 @@ def evolve(
     from envevo.task import load_task
 
     preflight(env)
-    engine, checks = make_engine(engine_name)
+    llm = dict(config=llm_config, model=model, base_url=base_url, api_key_env=api_key_env, role_model=role_model,
+               max_cost=max_cost, max_tokens=max_tokens, rubric=rubric)
+    engine, checks = make_engine(engine_name, llm, env)
+    if engine_name == "llm":
+        asyncio.run(engine.preflight())  # a missing key or a dead endpoint: one line, before any work
     given = EvolveConfig(
         engine=engine_name, generations=generations, effort=effort, seed=seed, plan_budget=plan_budget,
         env_budget=env_budget, env=env, repeats=repeats, trial_concurrency=trial_concurrency,
@@ -86,6 +124,8 @@ def evolve(
         raise UserError(f"{out_dir} exists and is not an envevo run; choose another --out")
     store = LineageStore.open(out_dir, create=True)
     cfg = _settings(store, given, resume)
+    if engine_name == "llm":
+        engine.attach_store(store)  # usage rows per role; budgets resume from what the store recorded
 
     bar = Progress(
         TextColumn("{task.fields[lineage]}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

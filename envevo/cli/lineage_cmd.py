@@ -36,6 +36,13 @@ def lineage_json(store: Any, lineage_id: str) -> dict[str, Any]:
     tried: dict[int, int] = {}
     for c in store.candidates(lineage_id):
         tried[c.generation] = tried.get(c.generation, 0) + 1
+    spent: dict[int, dict[str, dict[str, Any]]] = {}  # generation -> role -> tokens and cost
+    for u in store.usage(lineage_id):
+        s = spent.setdefault(u.generation or 0, {}).setdefault(u.role, {"input_tokens": 0, "output_tokens": 0, "cost_usd": None})
+        s["input_tokens"] += u.input_tokens
+        s["output_tokens"] += u.output_tokens
+        if u.cost_usd is not None:
+            s["cost_usd"] = (s["cost_usd"] or 0.0) + u.cost_usd
     generations = []
     for v in store.versions(lineage_id):
         d = v.difficulty
@@ -57,6 +64,7 @@ def lineage_json(store: Any, lineage_id: str) -> dict[str, Any]:
                 "xi": v.trace.pretty() if v.trace else None,
                 "trace": v.trace.model_dump(mode="json") if v.trace else None,
                 "task_dir": str(store.paths.task_dir(v.task_hash)),
+                "usage": spent.get(v.generation, {}),
             }
         )
     return {
@@ -67,6 +75,7 @@ def lineage_json(store: Any, lineage_id: str) -> dict[str, Any]:
         "reason": lin.reason,
         "latest_generation": lin.latest_generation,
         "generations": generations,
+        "usage": [t.model_dump(mode="json") for t in store.usage_totals(lineage_id)],
     }
 
 
@@ -118,6 +127,14 @@ def show(
                 "[green]yes[/]" if g["verified"] else "[yellow]no[/]",
             )
         out.print(table)
+        if lin["usage"]:
+            usage = Table(title="LLM usage per role", title_justify="left")
+            for col in ("role", "model", "calls", "input tokens", "output tokens", "cost USD"):
+                usage.add_column(col, justify="left" if col in ("role", "model") else "right")
+            for u in lin["usage"]:
+                usage.add_row(u["role"], u["model"] or "-", str(u["calls"]), str(u["input_tokens"]),
+                              str(u["output_tokens"]), _fmt(u["cost_usd"], 4))
+            out.print(usage)
 
 
 #: One letter per component, in canonical order, for compact tables.

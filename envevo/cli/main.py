@@ -25,7 +25,17 @@ def _root(version: bool = typer.Option(False, "--version", help="Print the versi
 
 
 def _register() -> None:
-    from envevo.cli import difficulty_cmd, doctor_cmd, evolve_cmd, lineage_cmd, rollout_cmd, schedule_cmd, seed_cmd, verify_cmd
+    from envevo.cli import (
+        difficulty_cmd,
+        doctor_cmd,
+        evolve_cmd,
+        lineage_cmd,
+        review_cmd,
+        rollout_cmd,
+        schedule_cmd,
+        seed_cmd,
+        verify_cmd,
+    )
     from envevo.cli.task_cmd import task_app
 
     app.command("doctor")(doctor_cmd.doctor)
@@ -33,6 +43,8 @@ def _register() -> None:
     app.add_typer(seed_cmd.seed_app, name="seed")
     app.command("evolve")(evolve_cmd.evolve)
     app.command("report")(evolve_cmd.report)
+    app.command("review")(review_cmd.review)
+    app.add_typer(review_cmd.rubric_app, name="rubric")
     app.command("difficulty")(difficulty_cmd.difficulty)
     app.command("rollout")(rollout_cmd.rollout)
     seeds_app = typer.Typer(no_args_is_help=True, help="Select seed tasks: hard for an agent, sound by the verifiers.")

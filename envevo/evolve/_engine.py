@@ -18,6 +18,17 @@ from envevo.task import Task
 from envevo.trace import Direction, Effort, ReferenceDistribution, Trace
 
 
+class EngineStop(Exception):
+    """An engine ends its lineage (e.g. a spent LLM budget); `status` is recorded with the message as reason.
+    The generation in flight is not committed, so the lineage can be resumed once the cause is fixed."""
+
+    status = "terminated"
+
+
+class CandidateFailed(Exception):
+    """modify() produced no candidate worth verifying; the message is fed back like a verifier's reason."""
+
+
 class GenerationContext(BaseModel):
     """What an engine may know about where it is in a run. `rng` is the generation's own random stream."""
 

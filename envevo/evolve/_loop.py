@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envevo.evolve._config import EvolveConfig
-from envevo.evolve._engine import Engine, GenerationContext, Proposal, Review
+from envevo.evolve._engine import CandidateFailed, Engine, EngineStop, GenerationContext, Proposal, Review
 from envevo.store import LineageStore
 from envevo.task import Task, save
 from envevo.trace import Direction, check_direction, check_effort, difficulty
@@ -69,7 +69,12 @@ class LineageRunner:
                 self.store.finish_lineage(lineage, "done", f"reached generation {parent.generation}")
                 self.on_event(Event(lineage, parent.generation, "done"))
                 return "done"
-            reason = await self.generation(lineage, g, parent)
+            try:
+                reason = await self.generation(lineage, g, parent)
+            except EngineStop as stop:  # e.g. the lineage's LLM budget is spent: end it, resumable
+                self.store.finish_lineage(lineage, stop.status, str(stop))
+                self.on_event(Event(lineage, g, "terminated", str(stop)))
+                return stop.status
             if reason is not None:
                 self.store.finish_lineage(lineage, "terminated", reason)
                 self.on_event(Event(lineage, g, "terminated", reason))
@@ -127,7 +132,12 @@ class LineageRunner:
         direction = proposal.direction.value
         for attempt in range(1, self.cfg.env_budget + 1):
             self.on_event(Event(lineage, g, "candidate", f"{direction} #{attempt}: modifying"))
-            candidate = await self.engine.modify(task, proposal, list(feedback), ctx)
+            try:
+                candidate = await self.engine.modify(task, proposal, list(feedback), ctx)
+            except CandidateFailed as e:  # nothing to verify; the reason goes back to the Modifier
+                self.on_event(Event(lineage, g, "candidate", f"{direction} #{attempt}: {e}"))
+                feedback.append(f"modifier: {e}")
+                continue
             candidate_id = self.store.add_candidate(lineage, g, direction, attempt, candidate, plan_id=plan_id)
             # Verify a working copy: the stored version dir is immutable and Harbor must not touch it.
             task_dir = save(candidate, ctx.workdir / f"candidate-{attempt}", overwrite=True)
@@ -191,8 +201,8 @@ async def start_lineages(
             if not verdict.ok:
                 store.finish_lineage(lid, "terminated", "the seed is not sound: " + "; ".join(verdict.reasons))
         lin = store.lineage(lid)
-        if lin.status == "done" and lin.latest_generation < config.generations:
-            store.finish_lineage(lid, "running")  # a resume asking for more generations reopens it
+        if lin.status == "budget_exhausted" or (lin.status == "done" and lin.latest_generation < config.generations):
+            store.finish_lineage(lid, "running")  # a resume asking for more generations (or budget) reopens it
             lin = store.lineage(lid)
         if lin.status == "running":
             todo.append(lid)

@@ -5,13 +5,16 @@ outcome types (verdicts, the store, the trainer adapters' environments) load wit
 """
 
 from envevo.runtime._cleanup import list_containers, remove_containers, sweep_orphans
+from envevo.runtime._image_cache import CACHE_REPO, environment_digest
 from envevo.runtime._outcome import ErrorKind, PhaseTimings, TrialOutcome, TrialSpec
 
 __all__ = [
+    "CACHE_REPO",
     "ErrorKind",
     "PhaseTimings",
     "TrialOutcome",
     "TrialSpec",
+    "environment_digest",
     "list_containers",
     "remove_containers",
     "run_trial",

@@ -47,7 +47,7 @@ def evidence_problems(task: Task, extraction: Extraction) -> list[str]:
     problems = []
     for i, step in enumerate(extraction.steps, 1):
         for ev in step.evidence:
-            path = ev.file.strip().lstrip("./")
+            path = ev.file.strip().removeprefix("./")
             if component_of(path) not in _EVIDENCE_COMPONENTS or path not in task.files:
                 problems.append(f"pair {i}: {ev.file!r} is not the instruction, a solution file or a test file of this task")
                 continue

@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 from pydantic_ai import ModelRetry
 
-from envevo.llm import Judgement, LLMRuntime, RoleFailed, Rubric, check_judgements, load_prompt, render_task
+from envevo.llm import BudgetExceeded, Judgement, LLMRuntime, RoleFailed, Rubric, check_judgements, load_prompt, render_task
 from envevo.task import Task
 from envevo.verify import VerifierReport
 
@@ -53,5 +53,7 @@ class RubricJudge:
                                                      lineage=lineage, generation=generation)
         except RoleFailed as e:
             return VerifierReport(name=self.name, passed=False, reasons=[f"the judge gave no usable verdict: {e}"])
+        except BudgetExceeded as e:  # crossed the cap mid-call: reject; the engine's next call ends the lineage
+            return VerifierReport(name=self.name, passed=False, reasons=[f"not judged: {e}"])
         failed = [f"{j.name}: {j.reason}" for j in out.criteria if j.verdict == "fail"]
         return VerifierReport(name=self.name, passed=not failed, reasons=failed)

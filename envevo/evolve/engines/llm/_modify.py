@@ -9,6 +9,7 @@ feedback, so a retry fixes the last attempt instead of starting over.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -44,9 +45,11 @@ def _request(proposal: Proposal, feedback: list[str], files: str) -> str:
 
 
 def _next_draft(workdir: Path) -> tuple[Path, Path | None]:
-    drafts = sorted(workdir.glob("draft-*"), key=lambda p: int(p.name.split("-")[1]))
-    n = int(drafts[-1].name.split("-")[1]) + 1 if drafts else 1
-    return workdir / f"draft-{n}", (drafts[-1] if drafts else None)
+    """draft-<n+1>, and the latest draft-<n> if any (the trials dirs beside them do not count)."""
+    drafts = sorted((int(m.group(1)), p) for p in workdir.glob("draft-*")
+                    if p.is_dir() and (m := re.fullmatch(r"draft-(\d+)", p.name)))
+    n = drafts[-1][0] + 1 if drafts else 1
+    return workdir / f"draft-{n}", (drafts[-1][1] if drafts else None)
 
 
 def start_draft(task: Task, ctx: GenerationContext, feedback: list[str]) -> Path:

@@ -1,0 +1,164 @@
+"""LLMEngine: the paper's Proposer, Reviewer and Modifier as LLM agents, behind the loop's Engine protocol.
+
+ξ of an evolved version is the ξ′ its plan targeted: the Modifier realized it, the verifiers and the judge
+checked the result, and it is written into the version's `[metadata.envevo.llm]` with a digest of the files it
+describes. `extract_trace` reuses it while the files still match (no model call), and extracts afresh for
+seeds and hand-edited tasks. Extractions are also cached in memory by content hash, so a seed is extracted once
+per process however often the CLI and the loop ask.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from envevo.errors import TaskError
+from envevo.evolve._engine import GenerationContext, Proposal, Review
+from envevo.evolve.engines.llm import _extract, _modify, _propose, _review
+from envevo.evolve.engines.llm._judge import RubricJudge
+from envevo.evolve.engines.llm._prior import LabelPrior
+from envevo.llm import (
+    CandidateFailed,
+    ContainerShell,
+    ExtractionFailed,
+    LLMRuntime,
+    PerLoop,
+    RoleFailed,
+    Rubric,
+    attach_store,
+    default_rubric,
+    prompt_versions,
+)
+from envevo.task import Task, load_task
+from envevo.trace import Direction, Effort, Step, Trace
+from envevo.verify import InvalidTestVerifier, OracleVerifier, verify_tasks
+
+
+def files_digest(task: Task) -> str:
+    """What ξ describes: every file but task.toml (which holds the metadata itself)."""
+    h = hashlib.sha256()
+    for path in sorted(task.files):
+        f = task.files[path]
+        h.update(f"{path}\0{int(f.executable)}\0".encode() + f.data + b"\0")
+    return h.hexdigest()
+
+
+def _trace_meta(trace: Trace) -> dict[str, Any]:
+    out: dict[str, Any] = {"goal": trace.goal, "steps": [s.model_dump() for s in trace.steps]}
+    if trace.final:
+        out["final"] = trace.final
+    return out
+
+
+def trace_from_metadata(task: Task) -> Trace | None:
+    meta = task.envevo_metadata.get("llm") or {}
+    if not meta.get("trace") or meta.get("trace_of") != files_digest(task):
+        return None
+    t = meta["trace"]
+    try:
+        return Trace(goal=t["goal"], final=t.get("final"), steps=tuple(Step(**s) for s in t["steps"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _without_meta(task: Task) -> tuple[dict, dict]:
+    config = {k: v for k, v in task.config.items() if k != "metadata"}
+    meta = {k: v for k, v in (task.config.get("metadata") or {}).items() if k != "envevo"}
+    return task.files, {"config": config, "metadata": meta}
+
+
+class LLMEngine:
+    name = "llm"
+
+    def __init__(
+        self,
+        runtime: LLMRuntime,
+        *,
+        plan_rubric: Rubric | None = None,
+        task_rubric: Rubric | None = None,
+        shell: ContainerShell | None = None,
+        env: str = "podman",
+        modifier_verifies: bool = True,
+    ):
+        self.runtime = runtime
+        self.plan_rubric = plan_rubric or default_rubric("plan")
+        self.task_rubric = task_rubric or default_rubric("task")
+        self.shell = shell
+        self.env = env
+        self.modifier_verifies = modifier_verifies
+        self.prior = LabelPrior()
+        self._traces: dict[str, Trace] = {}
+        self._owners: dict[str, tuple[str, int]] = {}
+        self._gate = PerLoop(lambda: asyncio.Semaphore(1))  # the Modifier's own verifier runs, one at a time
+
+    # ---- wiring -----------------------------------------------------------------------------------------
+    def reference(self) -> LabelPrior:
+        return self.prior
+
+    def judge(self) -> RubricJudge:
+        """The rubric verifier for the loop's `checks`, sharing this engine's models, meter and attribution."""
+        return RubricJudge(self.runtime, self.task_rubric, lambda h: self._owners.get(h, (None, None)))
+
+    async def preflight(self) -> None:
+        await self.runtime.preflight()
+
+    def attach_store(self, store) -> None:
+        """Write every response's usage to the store, and start budgets from what it already recorded."""
+        attach_store(self.runtime.meter, store)
+
+    # ---- Engine protocol -------------------------------------------------------------------------------------
+    async def extract_trace(self, task: Task) -> Trace:
+        key = task.content_hash()
+        if key not in self._traces:
+            trace = trace_from_metadata(task)
+            if trace is None:
+                try:
+                    trace = (await _extract.extract(self.runtime, task)).trace()
+                except RoleFailed as e:
+                    raise ExtractionFailed(f"no usable ξ for task {task.name}: {e}") from e
+            self._traces[key] = trace
+        return self._traces[key]
+
+    async def propose(self, task: Task, trace: Trace, direction: Direction, effort: Effort, feedback: list[str],
+                      ctx: GenerationContext) -> Proposal | None:
+        return await _propose.propose(self.runtime, task, trace, Direction(direction), Effort(effort), feedback,
+                                      lineage=ctx.lineage, generation=ctx.generation)
+
+    async def review(self, task: Task, proposal: Proposal, ctx: GenerationContext) -> Review:
+        return await _review.review(self.runtime, self.plan_rubric, task, proposal, lineage=ctx.lineage,
+                                    generation=ctx.generation)
+
+    async def modify(self, task: Task, proposal: Proposal, feedback: list[str], ctx: GenerationContext) -> Task:
+        verify = self._verify if self.modifier_verifies and self.shell is not None else None
+        candidate, ws = await _modify.modify(self.runtime, task, proposal, feedback, ctx, shell=self.shell, verify=verify)
+        if _without_meta(candidate) == _without_meta(task):
+            refused = f" (refused: {'; '.join(ws.refused[:3])})" if ws.refused else ""
+            raise CandidateFailed(f"the Modifier changed nothing{refused}")
+        candidate.update_envevo_metadata(llm={
+            "trace": _trace_meta(proposal.after),
+            "trace_of": files_digest(candidate),
+            "direction": proposal.direction.value,
+            "effort": proposal.effort.value,
+            "prompts": prompt_versions(),
+            "models": {r: s.label for r, s in self.runtime.specs().items()},
+        })
+        key = candidate.content_hash()
+        self._traces[key] = proposal.after
+        self._owners[key] = (ctx.lineage, ctx.generation)
+        return candidate
+
+    # ---- the Modifier's verifier tool ------------------------------------------------------------------------
+    async def _verify(self, task_dir: Path, trials_dir: Path) -> str:
+        try:
+            load_task(task_dir)
+        except TaskError as e:
+            return f"not verified: the task is invalid: {e}"
+        verdict = (await verify_tasks([(task_dir.name, task_dir)], trials_dir, env=self.env,
+                                      verifiers=[OracleVerifier(repeats=1), InvalidTestVerifier()], gate=self._gate.get()))[0]
+        lines = [f"{'PASSED' if verdict.ok else 'FAILED'}"]
+        for name, rep in verdict.reports.items():
+            lines.append(f"- {name}: {'pass' if rep.passed else 'fail'}")
+            lines += [f"    {r}" for r in rep.reasons]
+        return "\n".join(lines)

@@ -1,0 +1,35 @@
+"""Build the LLM engine and its rubric judge from settings: what `envevo evolve --engine llm` calls."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from envevo.evolve.engines.llm._engine import LLMEngine
+from envevo.evolve.engines.llm._judge import RubricJudge
+from envevo.llm import PROJECT_RUBRIC, ContainerShell, LLMRuntime, LLMSettings, Rubric, UsageRecord, default_rubric, load_rubric
+
+
+def task_rubric(settings: LLMSettings, extra: Sequence[Path] = ()) -> Rubric:
+    """The judge's rubric: the default, then [llm] rubrics, then --rubric files, then ./envevo-rubric.toml."""
+    files = [*settings.rubrics, *extra]
+    if PROJECT_RUBRIC.is_file() and PROJECT_RUBRIC.resolve() not in {Path(f).resolve() for f in files}:
+        files.append(PROJECT_RUBRIC)
+    return default_rubric("task").merged(load_rubric(f) for f in files)
+
+
+def build_llm_engine(
+    settings: LLMSettings,
+    *,
+    env: str = "podman",
+    rubric_files: Sequence[Path] = (),
+    on_usage: Callable[[UsageRecord], None] | None = None,
+    models: dict | None = None,
+    container_shell: bool = True,
+) -> tuple[LLMEngine, list[RubricJudge]]:
+    """The engine and its checks (the rubric judge). Raises LLMConfigError for a missing model or a bad rubric."""
+    runtime = LLMRuntime(settings, models=models, on_usage=on_usage)
+    runtime.specs()  # every role has a model, or one clear error now
+    shell = ContainerShell(env, timeout_sec=settings.command_timeout_sec) if container_shell and ":" not in env else None
+    engine = LLMEngine(runtime, task_rubric=task_rubric(settings, rubric_files), shell=shell, env=env)
+    return engine, [engine.judge()]

@@ -1,0 +1,208 @@
+"""Model configuration: `--model provider:name`, `--base-url`, and the `[llm]` table of `envevo.toml`.
+
+Every role (proposer, reviewer, modifier, judge) resolves to one `ModelSpec`. A role's own table overrides the
+run-wide defaults, and command-line values override the file, so a paper-style setup (a different model per role)
+is a few lines of TOML::
+
+    [llm]
+    model = "openai:gpt-4.1"
+    max_cost_usd = 25.0
+
+    [llm.roles.modifier]
+    model = "anthropic:claude-sonnet-4-5"
+
+    [llm.roles.judge]
+    model = "openai:Qwen/Qwen3-32B"
+    base_url = "http://gpu-box:8000/v1"
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from envevo.llm._errors import LLMConfigError
+
+Role = Literal["proposer", "reviewer", "modifier", "judge"]
+ROLES: tuple[Role, ...] = get_args(Role)
+Provider = Literal["openai", "anthropic"]
+
+# OpenAI-compatible servers are all spoken to as "openai"; these names are accepted for readability.
+_ALIASES = {"openai": "openai", "anthropic": "anthropic", "vllm": "openai", "sglang": "openai",
+            "openai-compatible": "openai", "local": "openai"}
+_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+CONFIG_FILE = "envevo.toml"
+
+
+class Price(BaseModel):
+    """USD per million tokens; overrides genai-prices for a model (e.g. a self-hosted one, priced at 0)."""
+
+    model_config = ConfigDict(extra="forbid")
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+
+
+class ModelSpec(BaseModel):
+    """One concrete model: which API, which model name, and where."""
+
+    model_config = ConfigDict(frozen=True)
+    provider: Provider
+    name: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}:{self.name}"
+
+    @property
+    def endpoint(self) -> str:
+        """What concurrency is bounded per: one server (or one hosted API)."""
+        return self.base_url or f"{self.provider}-hosted"
+
+    @property
+    def key_env(self) -> str:
+        return self.api_key_env or _KEY_ENV[self.provider]
+
+    def api_key(self) -> str | None:
+        """The key from the environment. Local OpenAI-compatible servers usually need none, so a base URL
+        without a key gets a placeholder (vLLM and SGLang accept any key unless started with one)."""
+        key = os.environ.get(self.key_env)
+        if key:
+            return key
+        return "not-needed" if self.base_url and self.api_key_env is None else None
+
+
+def parse_model(text: str, base_url: str | None = None, api_key_env: str | None = None) -> ModelSpec:
+    """`provider:name` (the name may itself contain colons), or a bare name when a base URL is given."""
+    text = text.strip()
+    head, sep, rest = text.partition(":")
+    if sep and head.lower() in _ALIASES and rest:
+        provider, name = _ALIASES[head.lower()], rest
+    elif base_url:
+        provider, name = "openai", text
+    else:
+        raise LLMConfigError(
+            f"model {text!r} names no provider: use provider:name, e.g. openai:gpt-4.1 or anthropic:claude-sonnet-4-5, "
+            "or give --base-url for an OpenAI-compatible server"
+        )
+    if head.lower() in ("vllm", "sglang", "openai-compatible", "local") and not base_url:
+        raise LLMConfigError(f"model {text!r} is a local OpenAI-compatible server: give its --base-url (e.g. http://localhost:8000/v1)")
+    return ModelSpec(provider=provider, name=name, base_url=base_url or None, api_key_env=api_key_env)  # type: ignore[arg-type]
+
+
+class RoleSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    temperature: float | None = None
+    max_output_tokens: int | None = Field(None, ge=1)
+
+
+class LLMSettings(BaseModel):
+    """Everything the LLM engine needs to know about models, limits and rubrics."""
+
+    model_config = ConfigDict(extra="forbid")
+    model: str | None = Field(None, description="provider:name used by every role without its own")
+    base_url: str | None = None
+    api_key_env: str | None = Field(None, description="environment variable holding the key (default per provider)")
+    roles: dict[Role, RoleSettings] = Field(default_factory=dict)
+    max_concurrency: int = Field(4, ge=1, description="model requests in flight per endpoint")
+    timeout_sec: float = Field(180.0, gt=0, description="one HTTP attempt; a timeout is retried")
+    max_retries: int = Field(5, ge=0, description="retries of a request on 429, 5xx, timeouts and dropped connections")
+    max_backoff_sec: float = Field(60.0, gt=0, description="longest wait between retries unless the server asks for more")
+    output_mode: Literal["tool", "native", "prompted"] = Field(
+        "tool", description="how structured answers are requested: tool calls, JSON-schema response_format, or prompt+parse")
+    max_cost_usd: float | None = Field(None, gt=0, description="per lineage")
+    max_tokens: int | None = Field(None, gt=0, description="input+output tokens per lineage")
+    rubrics: list[Path] = Field(default_factory=list, description="extra rubric TOML files for the judge")
+    prices: dict[str, Price] = Field(default_factory=dict, description="provider:name -> USD per million tokens")
+    modifier_requests: int = Field(40, ge=1, description="model requests per Modifier attempt (tool calls included)")
+    command_timeout_sec: float = Field(300.0, gt=0, description="a Modifier command inside the candidate's container")
+    output_retries: int = Field(2, ge=0, description="re-asks after a malformed or invalid structured answer")
+
+    def spec(self, role: Role) -> ModelSpec:
+        own = self.roles.get(role) or RoleSettings()
+        model = own.model or self.model
+        if not model:
+            raise LLMConfigError(
+                f"no model for the {role}: pass --model provider:name, or set model under [llm] "
+                f"(or [llm.roles.{role}]) in {CONFIG_FILE}"
+            )
+        return parse_model(model, base_url=own.base_url or self.base_url, api_key_env=own.api_key_env or self.api_key_env)
+
+    def role(self, role: Role) -> RoleSettings:
+        return self.roles.get(role) or RoleSettings()
+
+    def specs(self) -> dict[Role, ModelSpec]:
+        return {r: self.spec(r) for r in ROLES}
+
+    def with_overrides(
+        self,
+        *,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        role_models: dict[str, str] | None = None,
+        max_cost_usd: float | None = None,
+        max_tokens: int | None = None,
+        rubrics: list[Path] | None = None,
+    ) -> LLMSettings:
+        """Command-line values over the file's. `--model` replaces every role's model that came from the file's
+        default; `role_models` (e.g. from `--role-model judge=openai:gpt-4.1-mini`) replaces single roles."""
+        update: dict = {}
+        roles = {r: s.model_copy() for r, s in self.roles.items()}
+        if model is not None:
+            update["model"] = model
+        if base_url is not None:
+            update["base_url"] = base_url
+        if api_key_env is not None:
+            update["api_key_env"] = api_key_env
+        for role, m in (role_models or {}).items():
+            if role not in ROLES:
+                raise LLMConfigError(f"unknown role {role!r} in a role model; roles are {', '.join(ROLES)}")
+            roles[role] = (roles.get(role) or RoleSettings()).model_copy(update={"model": m})  # type: ignore[index]
+        update["roles"] = roles
+        if max_cost_usd is not None:
+            update["max_cost_usd"] = max_cost_usd
+        if max_tokens is not None:
+            update["max_tokens"] = max_tokens
+        if rubrics:
+            update["rubrics"] = [*self.rubrics, *rubrics]
+        return self.model_copy(update=update)
+
+    def price(self, spec: ModelSpec) -> Price | None:
+        return self.prices.get(spec.label) or self.prices.get(spec.name)
+
+
+def load_settings(path: str | os.PathLike[str] | None = None) -> LLMSettings:
+    """The `[llm]` table of `path`, or of ./envevo.toml when no path is given (absent file: defaults).
+
+    Relative rubric paths are taken relative to the config file.
+    """
+    explicit = path is not None
+    file = Path(path) if explicit else Path(CONFIG_FILE)
+    if not file.is_file():
+        if explicit:
+            raise LLMConfigError(f"config file {file} does not exist; create it or drop --llm-config")
+        return LLMSettings()
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise LLMConfigError(f"{file} is not valid TOML: {e}") from e
+    table = data.get("llm") or {}
+    if not isinstance(table, dict):
+        raise LLMConfigError(f"{file}: [llm] must be a table")
+    try:
+        settings = LLMSettings.model_validate(table)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise LLMConfigError(f"{file}: [llm] {where}: {first['msg']}") from e
+    base = file.resolve().parent
+    return settings.model_copy(update={"rubrics": [p if p.is_absolute() else base / p for p in settings.rubrics]})

@@ -1,0 +1,174 @@
+"""A model wrapper that makes every request safe to run unattended for hours.
+
+- Bounded concurrency per endpoint: one semaphore per server, shared by every role that talks to it.
+- Retries with exponential backoff and jitter on 429, 5xx, timeouts and dropped connections, waiting at least
+  as long as the server's `retry-after` asks. The provider SDKs' own retries are switched off (max_retries=0
+  on the client) so this is the only retry policy, the same for every provider.
+- Budget check before, and usage metering after, every request.
+
+Errors that retrying cannot fix (a bad key, an unknown model, a rejected request) pass straight through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pydantic_ai.exceptions import (
+    ModelAPIError,
+    ModelAuthenticationError,
+    ModelHTTPError,
+    ModelNotFoundError,
+    ModelQuotaExceededError,
+    ModelRequestRejectedError,
+)
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.models import Model, ModelRequestParameters
+from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.settings import ModelSettings
+
+from envevo.llm._config import ModelSpec, Price
+from envevo.llm._errors import EndpointUnavailable
+from envevo.llm._loops import PerLoop
+from envevo.llm._meter import Meter
+
+_RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
+#: A server asking for a longer pause than this is treated as down, not busy.
+MAX_RETRY_AFTER_SEC = 600.0
+
+
+def retryable(exc: ModelAPIError) -> bool:
+    """Rate limits, overload, 5xx, timeouts, dropped connections, and garbled responses (a proxy's HTML page
+    instead of JSON): worth another try. A request the server rejected as such is not."""
+    if isinstance(exc, ModelHTTPError) and exc.status_code in _RETRY_STATUS:
+        return True
+    if isinstance(exc, ModelRequestRejectedError | ModelQuotaExceededError):
+        return False
+    return not (isinstance(exc, ModelHTTPError) and 400 <= exc.status_code < 500)
+
+
+class EndpointGates:
+    """One semaphore per endpoint (and event loop): a limit shared by all roles on the same server."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self._gates: dict[str, PerLoop[asyncio.Semaphore]] = {}
+
+    def gate(self, endpoint: str) -> asyncio.Semaphore:
+        if endpoint not in self._gates:
+            self._gates[endpoint] = PerLoop(lambda: asyncio.Semaphore(self.limit))
+        return self._gates[endpoint].get()
+
+
+@dataclass
+class RetryPolicy:
+    max_retries: int = 5
+    base_sec: float = 1.0
+    max_backoff_sec: float = 60.0
+
+    def wait(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
+        """Seconds before retry number `attempt` (1-based): the server's retry-after if it gave one,
+        else exponential backoff with ±25% jitter so concurrent lineages do not retry in lockstep."""
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), MAX_RETRY_AFTER_SEC)
+        backoff = min(self.base_sec * 2 ** (attempt - 1), self.max_backoff_sec)
+        return backoff * rng.uniform(0.75, 1.25)
+
+
+def response_cost(response: ModelResponse, price: Price | None) -> float | None:
+    """USD for one response: the configured price if any, else genai-prices, else unknown (None)."""
+    usage = response.usage
+    if price is not None:
+        return (usage.input_tokens * price.input + usage.output_tokens * price.output) / 1e6
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return float(response.cost().total_price)
+    except Exception:  # an unpriced model (most self-hosted ones): tokens are still counted
+        return None
+
+
+class GuardedModel(WrapperModel):
+    """Wraps a pydantic-ai model with the endpoint gate, the retry policy and the meter."""
+
+    def __init__(
+        self,
+        wrapped: Model,
+        spec: ModelSpec,
+        meter: Meter,
+        gates: EndpointGates,
+        policy: RetryPolicy | None = None,
+        price: Price | None = None,
+        sleep=asyncio.sleep,
+        waits: list[float] | None = None,
+        fresh: Callable[[], Model] | None = None,
+    ):
+        super().__init__(wrapped)
+        # `wrapped` answers questions about the model; requests go to the running loop's own instance when
+        # `fresh` builds one (HTTP connection pools must not be shared between event loops).
+        self._live = PerLoop(fresh) if fresh is not None else None
+        self.spec = spec
+        self.meter = meter
+        self.gates = gates
+        self.policy = policy or RetryPolicy()
+        self.price = price
+        self._sleep = sleep  # injectable so tests can observe the waits
+        self._rng = random.Random()
+        self.waits = waits if waits is not None else []  # every backoff taken, for logs and tests
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        attempt = 0
+        while True:
+            self.meter.check()
+            try:
+                async with self.gates.gate(self.spec.endpoint):
+                    live = self._live.get() if self._live is not None else self.wrapped
+                    response = await live.request(messages, model_settings, model_request_parameters)
+            except ModelAPIError as exc:
+                fatal = self._fatal(exc)
+                if fatal is not None:
+                    raise fatal from exc
+                if not retryable(exc):
+                    raise
+                attempt += 1
+                if attempt > self.policy.max_retries:
+                    raise EndpointUnavailable(
+                        f"{self.spec.label} at {self.spec.endpoint} kept failing after {self.policy.max_retries} retries "
+                        f"({_describe(exc)}); the run is resumable: fix the endpoint and re-run with --resume"
+                    ) from exc
+                if exc.retry_after is not None and exc.retry_after > MAX_RETRY_AFTER_SEC:
+                    raise EndpointUnavailable(
+                        f"{self.spec.label} asked to wait {exc.retry_after:.0f}s before retrying; try again later with --resume"
+                    ) from exc
+                wait = self.policy.wait(attempt, exc.retry_after, self._rng)
+                self.waits.append(wait)
+                await self._sleep(wait)
+                continue
+            usage = response.usage
+            self.meter.record(self.spec.label, usage.input_tokens, usage.output_tokens, response_cost(response, self.price))
+            return response
+
+    def _fatal(self, exc: ModelAPIError) -> EndpointUnavailable | None:
+        """Errors that stop the run: no role can work until the user fixes the key, the model name or the account."""
+        where = f"{self.spec.label} at {self.spec.endpoint}"
+        if isinstance(exc, ModelAuthenticationError):
+            return EndpointUnavailable(f"{where} rejected the API key: set {self.spec.key_env}")
+        if isinstance(exc, ModelNotFoundError):
+            return EndpointUnavailable(f"{self.spec.endpoint} does not serve model {self.spec.name!r}; check --model")
+        if isinstance(exc, ModelQuotaExceededError):
+            return EndpointUnavailable(f"{where}: the account's quota or credits are exhausted")
+        return None
+
+
+def _describe(exc: ModelAPIError) -> str:
+    if isinstance(exc, ModelHTTPError):
+        return f"HTTP {exc.status_code}"
+    return type(exc).__name__.removeprefix("Model")

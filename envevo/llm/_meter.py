@@ -1,0 +1,122 @@
+"""Tokens and cost per role and lineage, and the per-lineage budget caps.
+
+Every model response that comes back is metered, including the ones a role then rejects (malformed output
+costs tokens too). Who spent it comes from a context variable the engine sets around each role call
+(`Meter.scope`), so lineages evolving concurrently are attributed correctly without passing ids through
+pydantic-ai. The budget is checked before each request: a lineage that has reached a cap gets no more calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from envevo.llm._errors import BudgetExceeded
+
+
+class Scope(BaseModel):
+    role: str
+    lineage: str | None = None
+    generation: int | None = None
+
+
+class UsageRecord(BaseModel):
+    """One model response's usage, attributed to a role (and lineage generation when known)."""
+
+    role: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None = None
+    lineage: str | None = None
+    generation: int | None = None
+
+
+@dataclass
+class Spent:
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+
+_scope: ContextVar[Scope | None] = ContextVar("envevo_llm_scope", default=None)
+
+
+class Meter:
+    """Accumulates usage, enforces caps, and hands each record to `on_usage` (e.g. the lineage store)."""
+
+    def __init__(
+        self,
+        max_cost_usd: float | None = None,
+        max_tokens: int | None = None,
+        on_usage: Callable[[UsageRecord], None] | None = None,
+    ):
+        self.max_cost_usd = max_cost_usd
+        self.max_tokens = max_tokens
+        self.on_usage = on_usage
+        self.records: list[UsageRecord] = []
+        self._spent: dict[str | None, Spent] = {}
+
+    @contextmanager
+    def scope(self, role: str, lineage: str | None = None, generation: int | None = None) -> Iterator[Scope]:
+        s = Scope(role=role, lineage=lineage, generation=generation)
+        token = _scope.set(s)
+        try:
+            yield s
+        finally:
+            _scope.reset(token)
+
+    @staticmethod
+    def current() -> Scope:
+        return _scope.get() or Scope(role="unscoped")
+
+    def preload(self, lineage: str, tokens: int, cost_usd: float) -> None:
+        """What a lineage spent in earlier processes (a resumed run keeps its budget)."""
+        self._spent[lineage] = Spent(tokens, cost_usd)
+
+    def spent(self, lineage: str | None) -> Spent:
+        return self._spent.get(lineage, Spent())
+
+    def over_budget(self, lineage: str | None) -> str | None:
+        """Why this lineage may not spend more, or None."""
+        if lineage is None:
+            return None
+        s = self.spent(lineage)
+        if self.max_tokens is not None and s.tokens >= self.max_tokens:
+            return f"lineage {lineage} used {s.tokens} tokens, reaching its cap of {self.max_tokens} (--max-tokens)"
+        if self.max_cost_usd is not None and s.cost_usd >= self.max_cost_usd:
+            return f"lineage {lineage} spent ${s.cost_usd:.4f}, reaching its cap of ${self.max_cost_usd:.4f} (--max-cost)"
+        return None
+
+    def check(self) -> None:
+        """Raise BudgetExceeded if the current scope's lineage has reached a cap."""
+        scope = self.current()
+        why = self.over_budget(scope.lineage)
+        if why is not None:
+            raise BudgetExceeded(scope.lineage, why)
+
+    def record(self, model: str, input_tokens: int, output_tokens: int, cost_usd: float | None) -> UsageRecord:
+        scope = self.current()
+        rec = UsageRecord(role=scope.role, model=model, input_tokens=input_tokens, output_tokens=output_tokens,
+                          cost_usd=cost_usd, lineage=scope.lineage, generation=scope.generation)
+        self.records.append(rec)
+        s = self._spent.setdefault(scope.lineage, Spent())
+        s.tokens += input_tokens + output_tokens
+        s.cost_usd += cost_usd or 0.0
+        if self.on_usage is not None:
+            self.on_usage(rec)
+        return rec
+
+    def totals(self) -> dict[str, dict[str, float]]:
+        """Per role: calls, input and output tokens, cost (a quick summary for logs and tests)."""
+        out: dict[str, dict[str, float]] = {}
+        for r in self.records:
+            t = out.setdefault(r.role, {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0})
+            t["calls"] += 1
+            t["input_tokens"] += r.input_tokens
+            t["output_tokens"] += r.output_tokens
+            t["cost_usd"] += r.cost_usd or 0.0
+        return out

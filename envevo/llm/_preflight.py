@@ -1,0 +1,52 @@
+"""A cheap check of every endpoint before any work starts: the key is set, the server answers, it serves the model.
+
+One `GET /models` per distinct endpoint (free on every provider). A failure is one line naming the fix,
+raised before a seed is verified or a lineage is created.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+
+from envevo.llm._config import ModelSpec
+from envevo.llm._errors import EndpointUnavailable
+from envevo.llm._providers import sdk_client
+
+PREFLIGHT_TIMEOUT_SEC = 15.0
+
+
+async def _check(specs: list[ModelSpec]) -> None:
+    first = specs[0]
+    where = first.base_url or f"the {first.provider} API"
+    client = sdk_client(first, PREFLIGHT_TIMEOUT_SEC)  # raises on a missing key
+    try:
+        page = await client.models.list()
+        served = {m.id for m in getattr(page, "data", None) or []}
+    except Exception as e:  # the SDKs share these class names; match by name to avoid importing both
+        kind = type(e).__name__
+        if kind in ("APIConnectionError", "APITimeoutError"):
+            raise EndpointUnavailable(
+                f"cannot reach {where} (model {first.label}); start the server or fix --base-url ({kind})") from e
+        if kind in ("AuthenticationError", "PermissionDeniedError"):
+            raise EndpointUnavailable(f"{where} rejected the API key (model {first.label}); check {first.key_env}") from e
+        if kind == "NotFoundError":
+            return  # a server without a model list; the first real request will tell
+        raise EndpointUnavailable(f"{where} failed the preflight (model {first.label}); {kind}: {e}".splitlines()[0]) from e
+    finally:
+        await client.close()
+    if first.base_url and served:  # self-hosted servers list exactly what they serve
+        missing = sorted({s.name for s in specs} - served)
+        if missing:
+            raise EndpointUnavailable(
+                f"{first.base_url} serves {', '.join(sorted(served))}, not {', '.join(missing)}; "
+                "use the served model name in --model"
+            )
+
+
+async def preflight(specs: Iterable[ModelSpec]) -> None:
+    """Check each distinct endpoint once (all in parallel)."""
+    by_endpoint: dict[tuple[str, str], list[ModelSpec]] = {}
+    for s in specs:
+        by_endpoint.setdefault((s.provider, s.endpoint), []).append(s)
+    await asyncio.gather(*(_check(group) for group in by_endpoint.values()))

@@ -1,0 +1,129 @@
+"""The shared LLM runtime of a run: one guarded model per role, the meter, the endpoint gates.
+
+Roles run their pydantic-ai agents through `LLMRuntime.run`, which scopes usage to (role, lineage,
+generation) and turns "the model gave no usable answer" into `RoleFailed`, so callers handle one exception
+for malformed output, refusals and rejected requests alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic_ai import Agent
+from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior, UsageLimitExceeded
+from pydantic_ai.models import Model
+from pydantic_ai.output import NativeOutput, PromptedOutput
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.usage import UsageLimits
+
+from envevo.llm._config import ROLES, LLMSettings, ModelSpec, Role
+from envevo.llm._errors import RoleFailed
+from envevo.llm._guard import EndpointGates, GuardedModel, RetryPolicy
+from envevo.llm._meter import Meter, UsageRecord
+from envevo.llm._preflight import preflight
+from envevo.llm._providers import build_model
+
+
+class LLMRuntime:
+    """Models per role, built lazily from settings (or given directly, e.g. pydantic-ai's FunctionModel in tests)."""
+
+    def __init__(
+        self,
+        settings: LLMSettings,
+        *,
+        models: Mapping[str, Model] | None = None,
+        on_usage: Callable[[UsageRecord], None] | None = None,
+        sleep=None,
+    ):
+        self.settings = settings
+        self.meter = Meter(settings.max_cost_usd, settings.max_tokens, on_usage)
+        self.gates = EndpointGates(settings.max_concurrency)
+        self.policy = RetryPolicy(max_retries=settings.max_retries, max_backoff_sec=settings.max_backoff_sec)
+        self._given = dict(models or {})
+        self._sleep = sleep
+        self._models: dict[str, GuardedModel] = {}
+        self.waits: dict[str, list[float]] = {r: [] for r in ROLES}  # backoffs taken per role
+
+    def spec(self, role: Role) -> ModelSpec:
+        if role in self._given:
+            m = self._given[role]
+            return ModelSpec(provider="openai", name=m.model_name, base_url=f"in-process:{m.system}")
+        return self.settings.spec(role)
+
+    def specs(self) -> dict[Role, ModelSpec]:
+        return {r: self.spec(r) for r in ROLES}
+
+    def model(self, role: Role) -> GuardedModel:
+        if role not in self._models:
+            spec = self.spec(role)
+            given = self._given.get(role)
+            timeout = self.settings.timeout_sec
+            kwargs = {"sleep": self._sleep} if self._sleep is not None else {}
+            self._models[role] = GuardedModel(
+                given or build_model(spec, timeout), spec, self.meter, self.gates, self.policy,
+                price=self.settings.price(spec), waits=self.waits[role],
+                # SDK clients keep connections bound to the loop they were used on: a fresh one per event loop.
+                fresh=None if given is not None else (lambda: build_model(spec, timeout)), **kwargs,
+            )
+        return self._models[role]
+
+    async def preflight(self, roles: tuple[Role, ...] = ROLES) -> None:
+        """Key present, endpoint reachable, model served: for every role's endpoint, before work starts."""
+        await preflight([self.spec(r) for r in roles if r not in self._given])
+
+    def output_spec(self, output_type: type) -> Any:
+        """Structured output in the configured mode: tool calls (default), JSON schema, or prompt-and-parse."""
+        mode = self.settings.output_mode
+        if mode == "native":
+            return NativeOutput(output_type)
+        if mode == "prompted":
+            return PromptedOutput(output_type)
+        return output_type
+
+    def model_settings(self, role: Role) -> ModelSettings:
+        own = self.settings.role(role)
+        out: ModelSettings = {}
+        if own.temperature is not None:
+            out["temperature"] = own.temperature
+        if own.max_output_tokens is not None:
+            out["max_tokens"] = own.max_output_tokens
+        return out
+
+    def agent(self, role: Role, output_type: type, instructions: str, **kwargs: Any) -> Agent:
+        return Agent(
+            self.model(role),
+            output_type=self.output_spec(output_type),
+            instructions=instructions,
+            retries={"output": self.settings.output_retries, "tools": kwargs.pop("tool_retries", 2)},
+            model_settings=self.model_settings(role),
+            **kwargs,
+        )
+
+    async def run(
+        self,
+        agent: Agent,
+        prompt: str,
+        *,
+        role: Role,
+        lineage: str | None = None,
+        generation: int | None = None,
+        deps: Any = None,
+        request_limit: int = 10,
+    ) -> Any:
+        """Run an agent for a role and return its output; RoleFailed when the model gave nothing usable."""
+        with self.meter.scope(role, lineage, generation):
+            try:
+                result = await agent.run(prompt, deps=deps, usage_limits=UsageLimits(request_limit=request_limit))
+            except UnexpectedModelBehavior as e:  # malformed or invalid output past its retries, refusals, limits
+                raise RoleFailed(role, _one_line(e)) from e
+            except ModelAPIError as e:  # what GuardedModel does not retry: a rejected request (e.g. over the context window)
+                raise RoleFailed(role, _one_line(e)) from e
+            except UsageLimitExceeded as e:  # the role's request allowance for one call (e.g. a looping Modifier)
+                raise RoleFailed(role, _one_line(e)) from e
+        return result.output
+
+
+def _one_line(e: Exception) -> str:
+    text = str(e).strip().splitlines()
+    return (text[0] if text else type(e).__name__)[:400]
