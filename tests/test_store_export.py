@@ -159,3 +159,22 @@ def test_exported_task_toml_is_current_harbor(store: LineageStore, tmp_path: Pat
     cfg = tomllib.loads((tmp_path / "d" / "alpha__g01" / "task.toml").read_text())
     assert cfg["schema_version"] and cfg["task"]["name"] == "envevo-tests/alpha__g01"
     assert cfg["metadata"]["envevo"]["lineage"]["direction"] == "length"
+
+
+def test_rl_export_is_what_the_trainer_adapters_load(store: LineageStore, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from envevo.store import export_rl
+
+    paths, index = export_rl(store, tmp_path / "rl")
+    rows = pq.read_table(index).to_pylist()
+    versions = store.versions()
+    assert len(rows) == len(versions) == len(paths)
+    assert [r["extra_info"]["index"] for r in rows] == list(range(len(rows)))
+    for row, v in zip(rows, versions):
+        assert row["env_id"] == f"{v.lineage_id}__g{v.generation:02d}" == row["extra_info"]["env_id"]
+        assert (row["lineage"], row["generation"], row["version"]) == (v.lineage_id, v.generation, v.task_hash)
+        assert row["D_T"] == pytest.approx(v.D_T)
+        assert load_task(row["task_dir"]).name.endswith(row["env_id"])
+    with pytest.raises(UserError):
+        export_rl(store, tmp_path / "rl")  # never clobbers a previous export

@@ -193,6 +193,7 @@ class ExportFormat(StrEnum):
     HARBOR = "harbor"
     JSONL = "jsonl"
     PARQUET = "parquet"
+    RL = "rl"
 
 
 @user_errors
@@ -206,7 +207,7 @@ def export(
     format: ExportFormat = typer.Option(
         ExportFormat.HARBOR,
         "--format",
-        help="harbor (a dataset folder for `harbor run -p`), jsonl or parquet (a flat index).",
+        help="harbor (a dataset folder for `harbor run -p`), jsonl or parquet (a flat index), rl (tasks/ plus index.parquet for the trainer adapters).",
     ),  # noqa: A002
     lineage: str | None = typer.Option(
         None, "--lineage", help="Only this lineage (its id, as listed by `lineage show`)."
@@ -215,7 +216,7 @@ def export(
     json_out: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
 ) -> None:
     """Export every committed version: a Harbor dataset folder (<lineage>__g<NN>), or a JSONL/Parquet index."""
-    from envevo.store import LineageStore, export_flat, export_harbor
+    from envevo.store import LineageStore, export_flat, export_harbor, export_rl
 
     with LineageStore.open(run, create=False) as store:
         if format is ExportFormat.HARBOR:
@@ -227,6 +228,10 @@ def export(
                 "names": [p.name for p in paths],
             }
             message = f"wrote {len(paths)} task(s) to {result['out']}"
+        elif format is ExportFormat.RL:
+            paths, index = export_rl(store, out_path, lineage_id=lineage, overwrite=force)
+            result = {"format": "rl", "out": str(out_path.expanduser().absolute()), "tasks": len(paths), "index": str(index)}
+            message = f"wrote {len(paths)} task(s) and the index {index}"
         else:
             target = export_flat(store, out_path, format.value, lineage_id=lineage)  # type: ignore[arg-type]
             rows = len(store.versions(lineage))

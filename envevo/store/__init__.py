@@ -8,7 +8,7 @@ Layout of a run directory::
     RUN_DIR/tasks/<hash>/         one full Harbor task dir per stored task version, never modified
 """
 
-from envevo.store._export import FLAT_COLUMNS, export_flat, export_harbor, export_name, flat_path, flat_rows
+from envevo.store._export import FLAT_COLUMNS, export_flat, export_harbor, export_name, export_rl, flat_path, flat_rows
 from envevo.store._models import (
     Candidate,
     GenerationTry,
@@ -62,6 +62,7 @@ __all__ = [
     "Version",
     "export_flat",
     "export_harbor",
+    "export_rl",
     "export_name",
     "flat_path",
     "flat_rows",

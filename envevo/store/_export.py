@@ -209,3 +209,44 @@ def export_flat(
         tmp.unlink(missing_ok=True)
         raise
     return target
+
+
+RL_INDEX = "index.parquet"
+
+
+def export_rl(
+    store: LineageStore, out_dir: str | os.PathLike[str], *, lineage_id: str | None = None, overwrite: bool = False
+) -> tuple[list[Path], Path]:
+    """What the RL trainers' adapters load: a Harbor dataset folder `OUT/tasks/` and `OUT/index.parquet`.
+
+    One index row per committed version: `env_id` (its dataset name), `lineage`, `generation`, `version` (the
+    content hash), `D_T`, `task_dir` (inside OUT/tasks) and `extra_info` {index, env_id, lineage, generation},
+    the struct verl copies into every rollout so results map back to environments.
+    """
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise StoreError("the rl export needs pyarrow: run `pip install pyarrow`") from None
+    out = Path(out_dir).expanduser().absolute()
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise StoreError(f"cannot export to {out}: it exists and is not empty; choose a new path or pass --force")
+    paths = export_harbor(store, out / "tasks", lineage_id=lineage_id, overwrite=overwrite)
+    rows = flat_rows(store, lineage_id)
+    table = pa.table({
+        "env_id": [r["export_name"] for r in rows],
+        "lineage": [r["lineage"] for r in rows],
+        "generation": pa.array([r["generation"] for r in rows], pa.int64()),
+        "version": [r["task_hash"] for r in rows],
+        "D_T": pa.array([r["D_T"] for r in rows], pa.float64()),
+        "task_dir": [str(out / "tasks" / r["export_name"]) for r in rows],
+        "extra_info": [
+            {"index": i, "env_id": r["export_name"], "lineage": r["lineage"], "generation": r["generation"]}
+            for i, r in enumerate(rows)
+        ],
+    })
+    index = out / RL_INDEX
+    tmp = index.with_suffix(".parquet.tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, index)  # the index appears whole or not at all
+    return paths, index
