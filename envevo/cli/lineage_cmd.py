@@ -32,6 +32,8 @@ def _pct(x: float | None) -> str:
 
 def lineage_json(store: Any, lineage_id: str) -> dict[str, Any]:
     """The `lineage show --json` object of one lineage."""
+    from envevo.store import version_fields
+
     lin = store.lineage(lineage_id)
     tried: dict[int, int] = {}
     for c in store.candidates(lineage_id):
@@ -45,21 +47,9 @@ def lineage_json(store: Any, lineage_id: str) -> dict[str, Any]:
             s["cost_usd"] = (s["cost_usd"] or 0.0) + u.cost_usd
     generations = []
     for v in store.versions(lineage_id):
-        d = v.difficulty
         generations.append(
             {
-                "generation": v.generation,
-                "direction": v.direction,
-                "effort": v.effort,
-                "L": v.L,
-                "D_T": d.D_T if d else None,
-                "scenario_novelty": d.scenario_novelty if d else None,
-                "skill_rarity": d.skill_rarity if d else None,
-                "estimator": d.estimator if d else None,
-                "mutated": list(v.mutated),
-                "verified": v.verified,
-                "task_hash": v.task_hash,
-                "parent_hash": v.parent_hash,
+                **version_fields(v),
                 "candidates": tried.get(v.generation, 0),
                 "xi": v.trace.pretty() if v.trace else None,
                 "trace": v.trace.model_dump(mode="json") if v.trace else None,

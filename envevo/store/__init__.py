@@ -8,7 +8,7 @@ Layout of a run directory::
     RUN_DIR/tasks/<hash>/         one full Harbor task dir per stored task version, never modified
 """
 
-from envevo.store._export import FLAT_COLUMNS, export_flat, export_harbor, export_name, export_rl, flat_path, flat_rows
+from envevo.store._export import FLAT_COLUMNS, export_flat, export_harbor, export_name, export_rl, flat_path, flat_rows, version_fields
 from envevo.store._models import (
     Candidate,
     GenerationTry,
@@ -63,6 +63,7 @@ __all__ = [
     "export_flat",
     "export_harbor",
     "export_rl",
+    "version_fields",
     "export_name",
     "flat_path",
     "flat_rows",

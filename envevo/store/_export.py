@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
-from envevo.store._models import StoreError
+from envevo.store._models import StoreError, Version
 from envevo.store._store import LineageStore
 
 FlatFormat = Literal["jsonl", "parquet"]
@@ -50,25 +50,19 @@ def flat_rows(store: LineageStore, lineage_id: str | None = None) -> list[dict[s
     rows = []
     for v in store.versions(lineage_id):
         lin = lineages[v.lineage_id]
-        d = v.difficulty
+        fields = version_fields(v)
         rows.append(
             {
                 "run_dir": str(store.run_dir),
                 "lineage": v.lineage_id,
                 "seed": lin.seed_name,
                 "status": lin.status.value,
-                "generation": v.generation,
-                "direction": v.direction,
-                "effort": v.effort,
-                "task_hash": v.task_hash,
-                "parent_hash": v.parent_hash,
-                "L": v.L,
-                "D_T": d.D_T if d else None,
-                "scenario_novelty": d.scenario_novelty if d else None,
-                "skill_rarity": d.skill_rarity if d else None,
-                "estimator": d.estimator if d else None,
-                "mutated": list(v.mutated),
-                "verified": v.verified,
+                "generation": fields.pop("generation"),
+                "direction": fields.pop("direction"),
+                "effort": fields.pop("effort"),
+                "task_hash": fields.pop("task_hash"),
+                "parent_hash": fields.pop("parent_hash"),
+                **fields,
                 "trace": v.trace.pretty() if v.trace else None,
                 "task_dir": str(store.paths.task_dir(v.task_hash)),
                 "export_name": export_name(v.lineage_id, v.generation),
@@ -76,6 +70,25 @@ def flat_rows(store: LineageStore, lineage_id: str | None = None) -> list[dict[s
             }
         )
     return rows
+
+
+def version_fields(v: Version) -> dict[str, Any]:
+    """The per-version facts every listing shows: where it sits, what changed, how hard it is."""
+    d = v.difficulty
+    return {
+        "generation": v.generation,
+        "direction": v.direction,
+        "effort": v.effort,
+        "task_hash": v.task_hash,
+        "parent_hash": v.parent_hash,
+        "L": v.L,
+        "D_T": d.D_T if d else None,
+        "scenario_novelty": d.scenario_novelty if d else None,
+        "skill_rarity": d.skill_rarity if d else None,
+        "estimator": d.estimator if d else None,
+        "mutated": list(v.mutated),
+        "verified": v.verified,
+    }
 
 
 def export_harbor(
