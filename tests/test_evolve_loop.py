@@ -152,3 +152,36 @@ def test_resume_continues_after_the_last_committed_generation(tmp_path):
     cfg = EvolveConfig(generations=4)
     asyncio.run(evolve(store, [lid], ScriptedEngine(), cfg, checks=[Gate()], verifiers=[]))
     assert [v.generation for v in store.versions(lid)] == [0, 1, 2, 3, 4]
+
+
+class FailingOnceEngine(ScriptedEngine):
+    """The Modifier produces nothing on its first attempt of each generation."""
+
+    def __init__(self):
+        super().__init__()
+        self.failed = set()
+
+    async def modify(self, task, proposal, feedback, ctx):
+        from envevo.evolve import CandidateFailed
+
+        if ctx.generation not in self.failed:
+            self.failed.add(ctx.generation)
+            raise CandidateFailed("the edit left tests/test.sh unparsable")
+        assert feedback == ["modifier: the edit left tests/test.sh unparsable"]
+        return await super().modify(task, proposal, feedback, ctx)
+
+
+def test_a_modifier_attempt_without_a_task_is_stored_and_fed_back(tmp_path):
+    store, lid, status = run(tmp_path, FailingOnceEngine(), generations=1)
+    assert status == "done"
+    failed, ok = store.candidates(lid, 1)
+    assert failed.task_hash is None and not failed.accepted
+    assert failed.reasons == ["modifier: the edit left tests/test.sh unparsable"]
+    assert ok.accepted and ok.task_hash is not None
+
+
+def test_resume_refuses_other_llm_models():
+    stored = EvolveConfig(engine="llm", models={"proposer": "openai:a"})
+    assert stored.resumable_with(EvolveConfig(engine="llm", models={"proposer": "openai:a"})) == []
+    clash = stored.resumable_with(EvolveConfig(engine="llm", models={"proposer": "anthropic:b"}))
+    assert len(clash) == 1 and clash[0].startswith("models:")

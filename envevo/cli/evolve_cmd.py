@@ -113,6 +113,8 @@ def evolve(
         engine=engine_name, generations=generations, effort=effort, seed=seed, plan_budget=plan_budget,
         env_budget=env_budget, env=env, repeats=repeats, trial_concurrency=trial_concurrency,
         lineage_concurrency=concurrency,
+        # Recorded so that --resume refuses to continue a lineage with different models.
+        models={role: spec.label for role, spec in engine.runtime.specs().items()} if engine_name == "llm" else {},
     )
     tasks = [load_task(s) for s in seeds]
     names = [p.resolve().name for p in seeds]

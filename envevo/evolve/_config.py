@@ -18,8 +18,9 @@ class EvolveConfig(BaseModel):
     repeats: int = Field(2, ge=1, description="oracle runs per candidate")
     trial_concurrency: int = Field(3, ge=1, description="trials running at once across all lineages")
     lineage_concurrency: int = Field(1, ge=1, description="lineages evolving at once")
+    models: dict[str, str] = Field(default_factory=dict, description="LLM engine: role -> provider:name")
 
     def resumable_with(self, other: EvolveConfig) -> list[str]:
         """Settings that must match for a resumed run to continue the same lineages."""
-        keys = ("engine", "effort", "seed")
+        keys = ("engine", "effort", "seed", "models")
         return [f"{k}: stored {getattr(self, k)!r}, given {getattr(other, k)!r}" for k in keys if getattr(self, k) != getattr(other, k)]

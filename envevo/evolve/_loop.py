@@ -136,6 +136,9 @@ class LineageRunner:
                 candidate = await self.engine.modify(task, proposal, list(feedback), ctx)
             except CandidateFailed as e:  # nothing to verify; the reason goes back to the Modifier
                 self.on_event(Event(lineage, g, "candidate", f"{direction} #{attempt}: {e}"))
+                # Stored like every other candidate, with no task: the run's history shows the attempt.
+                self.store.add_candidate(lineage, g, direction, attempt, None, plan_id=plan_id, accepted=False,
+                                         reasons=[f"modifier: {e}"])
                 feedback.append(f"modifier: {e}")
                 continue
             candidate_id = self.store.add_candidate(lineage, g, direction, attempt, candidate, plan_id=plan_id)
