@@ -80,9 +80,9 @@ def _episode(p_step: float, ok_rc: int = 0):
     chain = random_chain(None, 3, 2)
     cmds: list[str] = []
 
-    async def run(cmd: str):
-        cmds.append(cmd)
-        return ok_rc, ""
+    async def run(batch: list[str]):
+        cmds.extend(batch)
+        return [(ok_rc, "")] * len(batch)
 
     prof = PROFILES["sim-strong"].model_copy(update={"p_step": p_step})
     ep = asyncio.run(play(chain, build_blocks(chain), prof, CatalogPrior(), random.Random(0), run))
@@ -95,6 +95,21 @@ def test_episode_every_command_is_a_turn() -> None:
     assert all(s.attempts == ["oracle"] for s in ep.steps)  # competent: one attempt per step
     ep0, _ = _episode(0.0)
     assert all(set(s.attempts) == {"wrong"} for s in ep0.steps)
+
+
+def test_batched_commands_report_their_own_exit_codes(tmp_path: Path) -> None:
+    # Harmless commands written here (not task code), run by the host's bash to check the batch protocol:
+    # each command gets its own exit code, stdin is closed (cat returns at once), a missing mark reads as 255.
+    import subprocess
+
+    from envevo.rollout._episode import batch_script, parse_batch, shell
+
+    cmds = ["echo first", "exit 3", "cat", shell("echo \"it's\"; exit 5")]
+    out = subprocess.run(["bash", "-c", batch_script(cmds)], capture_output=True, text=True, timeout=30).stdout
+    got = parse_batch(out, len(cmds))
+    assert [rc for rc, _ in got] == [0, 3, 0, 5]
+    assert got[0][1].strip() == "first" and got[3][1].strip() == "it's"
+    assert parse_batch("partial output", 2) == [(255, "partial output"), (255, "")]
 
 
 def test_failed_self_check_earns_retries() -> None:

@@ -4,6 +4,12 @@ SIMULATION. The agent does not read the tests. Per step it draws whether it appl
 (the block's oracle snippet) or wrong (its wrong variant), runs that in the real sandbox, and checks
 what any agent could: the command succeeded and the step's output file exists and is non-empty. A
 failed check, or a wrong draw it notices (with the profile's `notice` chance), earns a fresh draw.
+
+Commands whose results the agent does not need before sending the next one (a step's look-around reads;
+an action and its self-check) travel to the sandbox in one exec call, because each exec costs a compose
+round trip (~0.25 s here). Every command still counts as one turn and reports its own exit code.
+Each command runs in its own session without a terminal and with stdin closed, under a time limit, so
+nothing can wait on a prompt (GNU patch asks on /dev/tty when a patch is already applied).
 """
 
 from __future__ import annotations
@@ -17,9 +23,11 @@ from pydantic import BaseModel, Field
 
 from envevo.rollout._profiles import SimProfile, explore_turns, step_probability
 
-# run(command) -> (return code, output); the agent side of `environment.exec`.
-Exec = Callable[[str], Awaitable[tuple[int, str]]]
+# run(commands) -> [(return code, output)] per command, in order: the agent side of `environment.exec`.
+Exec = Callable[[list[str]], Awaitable[list[tuple[int, str]]]]
 
+COMMAND_TIMEOUT = 60  # seconds per command inside the sandbox; a command over it exits 124 like any failure
+_MARK = "::envevo-command-exit"
 PRELUDE = "set -u\nexport LC_ALL=C\ncd /app\nmkdir -p /app/work /app/output\n"
 
 
@@ -41,7 +49,31 @@ class Episode(BaseModel):
 
 def shell(script: str) -> str:
     """A command that runs `script` with bash, immune to quoting (the snippets hold quotes and heredocs)."""
-    return f"echo {base64.b64encode(script.encode()).decode()} | base64 -d | bash"
+    return f'bash -c "$(echo {base64.b64encode(script.encode()).decode()} | base64 -d)"'
+
+
+def batch_script(commands: list[str]) -> str:
+    """One shell script running `commands` in order, each isolated, each followed by a line with its exit code."""
+    lines = []
+    for i, cmd in enumerate(commands):
+        quoted = shlex.quote(cmd)
+        lines.append(f"timeout -k 5 {COMMAND_TIMEOUT} setsid -w bash -c {quoted} </dev/null 2>&1; "
+                     f"printf '\\n{_MARK} {i} %d\\n' $?")
+    return "\n".join(lines)
+
+
+def parse_batch(output: str, n: int) -> list[tuple[int, str]]:
+    """Split `batch_script`'s output into (exit code, output) per command; a missing mark means the command died (rc 255)."""
+    results: list[tuple[int, str]] = []
+    rest = output
+    for i in range(n):
+        head, sep, tail = rest.partition(f"\n{_MARK} {i} ")
+        if not sep:
+            results += [(255, rest)] + [(255, "")] * (n - i - 1)
+            return results
+        code, _, rest = tail.partition("\n")
+        results.append((int(code) if code.strip().lstrip("-").isdigit() else 255, head))
+    return results
 
 
 def _look_commands(block) -> list[str]:
@@ -57,21 +89,21 @@ def _look_commands(block) -> list[str]:
 async def play(chain, blocks, prof: SimProfile, prior, rng: random.Random, run: Exec) -> Episode:
     ep = Episode(profile=prof.name)
 
-    async def turn(cmd: str) -> tuple[int, str]:
-        ep.turns += 1
-        return await run(cmd)
+    async def turns(*cmds: str) -> list[tuple[int, str]]:
+        ep.turns += len(cmds)
+        return await run(list(cmds))
 
     for step, block in zip(chain.steps, blocks):
         p = step_probability(prof, prior, step.scenario, step.skill, chain.goal)
         log = StepLog(index=block.index, scenario=step.scenario, skill=step.skill, p=round(p, 4))
         looks = _look_commands(block)
-        for i in range(explore_turns(prof, prior, step.scenario, step.skill, chain.goal)):
-            await turn(looks[i % len(looks)])
+        await turns(*(looks[i % len(looks)] for i in range(explore_turns(prof, prior, step.scenario, step.skill, chain.goal))))
         for _attempt in range(prof.retries + 1):
             right = rng.random() < p
             log.attempts.append("oracle" if right else "wrong")
-            rc, _ = await turn(shell(PRELUDE + "(\n" + (block.oracle_sh if right else block.wrong_sh) + "\n)\n"))
-            rc_check, _ = await turn(f"test -s {shlex.quote(block.out_path)}")
+            (rc, _), (rc_check, _) = await turns(
+                shell(PRELUDE + "(\n" + (block.oracle_sh if right else block.wrong_sh) + "\n)\n"),
+                f"test -s {shlex.quote(block.out_path)}")
             ok = rc == 0 and rc_check == 0
             log.self_check.append(ok)
             if ok and (right or rng.random() >= prof.notice):

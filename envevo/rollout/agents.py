@@ -16,7 +16,7 @@ from harbor.agents.base import BaseAgent
 from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
 
-from envevo.rollout._episode import play
+from envevo.rollout._episode import COMMAND_TIMEOUT, batch_script, parse_batch, play
 from envevo.rollout._profiles import profile as get_profile
 
 
@@ -47,12 +47,16 @@ class SimulatedAgent(BaseAgent):
     async def run(self, instruction: str, environment: BaseEnvironment, context: AgentContext) -> None:
         from envevo.evolve.engines.procedural import CatalogPrior, build_blocks
 
-        async def run_cmd(command: str) -> tuple[int, str]:
-            r = await environment.exec(command=command, timeout_sec=120)
-            return r.return_code, (r.stdout or "") + (r.stderr or "")
+        async def run_cmds(commands: list[str]) -> list[tuple[int, str]]:
+            try:
+                r = await environment.exec(command=batch_script(commands),
+                                           timeout_sec=(COMMAND_TIMEOUT + 10) * len(commands) + 30)
+            except RuntimeError as e:  # Harbor's exec timeout: the commands failed, the episode goes on
+                return [(124, str(e))] * len(commands)
+            return parse_batch((r.stdout or "") + (r.stderr or ""), len(commands))
 
         rng = random.Random(self._seed)
-        episode = await play(self._chain, build_blocks(self._chain), self._profile, CatalogPrior(), rng, run_cmd)
+        episode = await play(self._chain, build_blocks(self._chain), self._profile, CatalogPrior(), rng, run_cmds)
         context.metadata = {"n_turns": episode.turns, "simulated": True, "profile": self._profile.name}
         context.n_input_tokens = context.n_output_tokens = 0
         context.cost_usd = 0.0

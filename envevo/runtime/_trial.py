@@ -120,6 +120,9 @@ def classify(r: TrialResult) -> tuple[ErrorKind, str | None]:
         if any(m in text for m in _BUILD_MARKERS):
             return ErrorKind.ENVIRONMENT_BUILD_FAILURE, message
         return ErrorKind.INFRASTRUCTURE_ERROR, message
+    if r.verifier_result is not None and r.verifier_result.rewards:
+        # The verifier scored the trial after the agent failed (e.g. a command timed out): the agent's failure.
+        return ErrorKind.AGENT_ERROR, message
     if r.verifier is not None and r.verifier.started_at is not None:
         return ErrorKind.VERIFIER_ERROR, message
     return ErrorKind.AGENT_ERROR, message
