@@ -144,6 +144,19 @@ def test_direction_order_is_shuffled_per_generation_and_reproducible():
     assert len(orders) > 1
     assert direction_order(7, "lin", 3) == direction_order(7, "lin", 3)
     assert sorted(direction_order(1, "x", 1)) == sorted(Direction)
+    # A subset keeps the full order's relative positions, so one lever can be isolated reproducibly.
+    full = direction_order(7, "lin", 4)
+    assert direction_order(7, "lin", 4, [Direction.SKILL, Direction.LENGTH]) == [d for d in full if d in (Direction.SKILL, Direction.LENGTH)]
+
+
+def test_a_run_restricted_to_one_direction_uses_only_it(tmp_path):
+    store = LineageStore.open(tmp_path / "run")
+    seed = seed_task()
+    lid = store.create_lineage("hello", seed, trace=trace_of(seed))
+    engine = ScriptedEngine()  # it only ever edits length: allowed scenario alone, the lineage must end
+    cfg = EvolveConfig(generations=2, directions=[Direction.SCENARIO])
+    statuses = asyncio.run(evolve(store, [lid], engine, cfg, checks=[Gate()], verifiers=[]))
+    assert statuses[lid] == "terminated" and {c[1] for c in engine.calls} == {Direction.SCENARIO}
 
 
 def test_resume_continues_after_the_last_committed_generation(tmp_path):

@@ -55,6 +55,14 @@ def test_summary_counts_and_excludes_infrastructure() -> None:
     assert s.errors == {"agent_timeout": 1}
 
 
+def test_summary_reports_tokens_and_cost_where_known() -> None:
+    rows = [SimpleNamespace(reward=1.0, turns=4, error_kind="ok", passed=True, input_tokens=900, output_tokens=80, cost_usd=0.01),
+            SimpleNamespace(reward=0.0, turns=2, error_kind="ok", passed=False, input_tokens=300, output_tokens=20, cost_usd=None)]
+    s = summarize("t", rows, agent="terminus-2")
+    assert (s.mean_input_tokens, s.mean_output_tokens, s.cost_usd) == (600, 50, 0.01)
+    assert summarize("t", [_row(1.0, 3)], agent="a").cost_usd is None
+
+
 def test_profiles_are_distinct_and_ordered() -> None:
     prior, chain = CatalogPrior(), random_chain(None, 4, 1)
     assert set(PROFILES) >= {"sim-strong", "sim-medium", "sim-weak"}
@@ -171,7 +179,7 @@ def test_no_rollouts_is_a_reason() -> None:
 
 def test_generation_table_averages_lineages(tmp_path: Path) -> None:
     from envevo.evolve.engines.procedural import compose, mutate
-    from envevo.rollout import by_generation
+    from envevo.analysis import analyze
     from envevo.trace import Direction, Effort
 
     prior, rng = CatalogPrior(), random.Random(0)
@@ -189,7 +197,7 @@ def test_generation_table_averages_lineages(tmp_path: Path) -> None:
                 passed = gen == 0 and i < (3 if seed == 1 else 1)
                 store.add_rollout(h, "sim-weak", i, model="simulation", reward=float(passed), turns=10 + 10 * gen,
                                   error_kind="ok", simulated=True)
-    points = by_generation(store)
+    points = analyze([store]).points
     store.close()
     assert [(p.generation, p.tasks, p.rollouts) for p in points] == [(0, 2, 8), (1, 2, 8)]
     assert points[0].pass_rate == pytest.approx(0.5) and points[1].pass_rate == 0.0

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from envevo.cli._common import err, out, print_json, user_errors
 from envevo.errors import UserError
-from envevo.trace import Effort
+from envevo.trace import Direction, Effort
 
 
 def make_engine(name: str, llm: dict | None = None, env: str = "podman"):
@@ -46,6 +46,14 @@ def llm_settings(config: Path | None = None, model: str | None = None, base_url:
     return settings, list(rubric or [])
 
 
+def parse_directions(text: str) -> list[Direction]:
+    names = [d.strip() for d in text.split(",") if d.strip()]
+    bad = [d for d in names if d not in {x.value for x in Direction}]
+    if bad or not names:
+        raise UserError(f"--directions {text!r}: use a comma-separated subset of length, scenario, skill")
+    return [Direction(d) for d in dict.fromkeys(names)]
+
+
 def _settings(store, given, resume: bool):
     """The run's settings: new ones are stored; a resume keeps the stored ones (generations may grow)."""
     from envevo.evolve import EvolveConfig
@@ -73,6 +81,8 @@ def evolve(
     generations: int = typer.Option(15, "--generations", min=1, help="Generations per lineage."),
     effort: Effort = typer.Option(Effort.HIGH, "--effort", help="low: one pair; high: one contiguous span; max: anything."),
     seed: int = typer.Option(0, "--seed", help="Random seed of the run (direction order, every engine choice)."),
+    directions: str = typer.Option("length,scenario,skill", "--directions",
+                                   help="Comma-separated directions tried each generation (one alone isolates a lever)."),
     resume: bool = typer.Option(False, "--resume", help="Continue a run stored in --out."),
     concurrency: int = typer.Option(1, "--concurrency", min=1, help="Lineages evolving at once."),
     trial_concurrency: int = typer.Option(3, "--trial-concurrency", min=1, help="Sandbox trials at once, across lineages."),
@@ -110,7 +120,8 @@ def evolve(
     if engine_name == "llm":
         asyncio.run(engine.preflight())  # a missing key or a dead endpoint: one line, before any work
     given = EvolveConfig(
-        engine=engine_name, generations=generations, effort=effort, seed=seed, plan_budget=plan_budget,
+        engine=engine_name, generations=generations, effort=effort, seed=seed, directions=parse_directions(directions),
+        plan_budget=plan_budget,
         env_budget=env_budget, env=env, repeats=repeats, trial_concurrency=trial_concurrency,
         lineage_concurrency=concurrency,
         # Recorded so that --resume refuses to continue a lineage with different models.
@@ -179,14 +190,19 @@ def evolve(
 
 @user_errors
 def report(
-    run: Path = typer.Argument(..., help="Run dir written by `envevo evolve`."),
-    out_file: Path | None = typer.Option(None, "--out", help="HTML file to write (default RUN/report.html)."),
+    runs: list[Path] = typer.Argument(..., help="Run dir(s) written by `envevo evolve`; several (e.g. one per effort) "
+                                      "share one evaluation section."),
+    out_file: Path | None = typer.Option(None, "--out", help="HTML file to write (default FIRST_RUN/report.html)."),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Write a self-contained HTML report: D_T and its terms, mutation rates, ξ and diffs per generation."""
+    """Write a self-contained HTML report: the analyses of recorded rollouts (pass rate and turns per generation,
+    direction effects, Spearman validity of D_T), then per run D_T and its terms, mutation rates, ξ and diffs."""
     from envevo.report import build_report
 
-    path = build_report(run, out_file)
+    for run in runs:
+        if not (run / "store.sqlite").is_file():
+            raise UserError(f"{run} is not a run dir (no store.sqlite); pass the --out dir of `envevo evolve`")
+    path = build_report(runs, out_file)
     if json_out:
         print_json({"report": str(path.resolve())})
     else:

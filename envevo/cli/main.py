@@ -26,6 +26,7 @@ def _root(version: bool = typer.Option(False, "--version", help="Print the versi
 
 def _register() -> None:
     from envevo.cli import (
+        analyze_cmd,
         difficulty_cmd,
         doctor_cmd,
         evolve_cmd,
@@ -50,9 +51,7 @@ def _register() -> None:
     seeds_app = typer.Typer(no_args_is_help=True, help="Select seed tasks: hard for an agent, sound by the verifiers.")
     seeds_app.command("select")(rollout_cmd.select)
     app.add_typer(seeds_app, name="seeds")
-    analyze_app = typer.Typer(no_args_is_help=True, help="The paper's analyses over a run's rollouts.")
-    analyze_app.command("generations")(rollout_cmd.generations)
-    app.add_typer(analyze_app, name="analyze")
+    app.add_typer(analyze_cmd.analyze_app, name="analyze")
     app.command("export")(lineage_cmd.export)
     app.add_typer(lineage_cmd.lineage_app, name="lineage", help="Inspect lineages: generations, D_T, mutation rates.")
     app.add_typer(schedule_cmd.schedule_app, name="schedule", help="Curriculum schedulers and the GRPO curriculum simulator.")

@@ -24,7 +24,15 @@ def rollout(
     targets: list[Path] = typer.Argument(..., help="Task dirs (or folders of them), or one RUN dir: every verified version."),
     agent: str = typer.Option("sim-medium", "--agent", help="Harbor agent (terminus-2, claude-code, …), pkg.mod:Class, "
                               "or a simulated profile: sim-strong, sim-medium, sim-weak (SIMULATION)."),
-    model: str | None = typer.Option(None, "--model", help="Model for a real agent, e.g. openai/gpt-5 (ignored by sim-*)."),
+    model: str | None = typer.Option(None, "--model", help="Model for a real agent, in LiteLLM form: openai/gpt-5, "
+                                     "anthropic/claude-sonnet-4-5, or openai/<served model name> with --base-url."),
+    base_url: str | None = typer.Option(None, "--base-url", help="The model's endpoint, for any OpenAI-compatible "
+                                        "server (vLLM, SGLang, a proxy): e.g. http://gpu-host:8000/v1."),
+    api_key_env: str | None = typer.Option(None, "--api-key-env", metavar="NAME", help="Environment variable that holds "
+                                           "the API key. Default: the provider's own, OPENAI_API_KEY for openai/… models "
+                                           "(with --base-url and no auth, set it to any value, e.g. EMPTY)."),
+    agent_kwarg: list[str] = typer.Option([], "--agent-kwarg", metavar="KEY=VALUE", help="Agent option, repeatable; JSON "
+                                          "values are parsed: max_turns=50, temperature=0.7, record_terminal_session=false."),
     k: int = typer.Option(8, "-k", min=1, help="Rollouts per task."),
     env: str = typer.Option("podman", "--env", help="Harbor environment: podman, docker, daytona, modal, … or pkg.mod:Class."),
     concurrency: int = typer.Option(2, "--concurrency", min=1, help="Trials running at once."),
@@ -32,11 +40,22 @@ def rollout(
                                           "(created if missing), so they resume and `seeds select` can read them."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON list of per-task summaries."),
 ) -> None:
-    """Run an agent k times per task; report pass count out of k, pass rate, mean turns and pass@k."""
+    """Run an agent k times per task; report pass count out of k, pass rate, mean turns and pass@k.
+
+    A real agent's model runs wherever --base-url points; the agent itself runs here, its commands in the sandbox.
+    Turns, tokens and cost of every rollout are recorded in the store.
+    """
     from envevo.cli.verify_cmd import expand_task_args, preflight
     from envevo.rollout import dir_targets, rollout as run, run_targets
+    from envevo.rollout._run import check_agent, parse_agent_kwargs
     from envevo.store import LineageStore
 
+    agent_kwargs = parse_agent_kwargs(agent_kwarg)
+    if base_url:
+        agent_kwargs["base_url"] = base_url  # Harbor's names for its model-connection settings
+    if api_key_env:
+        agent_kwargs["model_api_key_name"] = api_key_env
+    check_agent(agent, model, agent_kwargs)
     preflight(env)
     is_run = len(targets) == 1 and (targets[0] / "store.sqlite").is_file()
     if is_run and store_dir is not None:
@@ -52,7 +71,7 @@ def rollout(
 
         with progress(f"rollouts of {agent} ({len(tasks)} task(s) × {k})", len(tasks) * k) as advance:
             summaries = asyncio.run(run(tasks, agent, model, k, env=env, concurrency=concurrency, trials_dir=trials,
-                                        store=store, on_trial=lambda t, o: advance(f"{t.name} → {o.reward if o.reward is not None else o.error_kind.value}")))
+                                        store=store, agent_kwargs=agent_kwargs, on_trial=lambda t, o: advance(f"{t.name} → {o.reward if o.reward is not None else o.error_kind.value}")))
     finally:
         if store is not None:
             store.close()
@@ -61,11 +80,13 @@ def rollout(
         return
     sim = any(s.simulated for s in summaries)
     table = Table(title=f"rollouts: {agent} / {summaries[0].model or '-'}" + (" — SIMULATION" if sim else ""))
-    for c in ("task", "gen", "pass", "rate", f"pass@{k}", "turns", "errors"):
+    for c in ("task", "gen", "pass", "rate", f"pass@{k}", "turns", "tokens in/out", "cost $", "errors"):
         table.add_column(c, overflow="fold")
     for s in summaries:
+        tokens = "-" if s.mean_input_tokens is None else f"{s.mean_input_tokens:.0f}/{_fmt(s.mean_output_tokens, '.0f')}"
         table.add_row(escape(s.task), "-" if s.generation is None else str(s.generation), s.label, _fmt(s.pass_rate),
-                      _fmt(s.pass_at_k), _fmt(s.mean_turns, ".1f"), ", ".join(f"{a}:{b}" for a, b in s.errors.items()) or "-")
+                      _fmt(s.pass_at_k), _fmt(s.mean_turns, ".1f"), tokens, _fmt(s.cost_usd, ".4f"),
+                      ", ".join(f"{a}:{b}" for a, b in s.errors.items()) or "-")
     out.print(table)
     if sim:
         err.print("simulated agents: these pass rates and turns are SIMULATION, not a model's")
@@ -162,29 +183,3 @@ def select(
                       "[green]yes[/]" if t["selected"] else "[red]no[/]", escape("; ".join(t["reasons"]) or "-"))
     out.print(table)
     err.print(f"selected {len(doc['selected'])} of {len(results)}: {out_dir / 'selection.json'}")
-
-
-@user_errors
-def generations(
-    run: Path = typer.Argument(..., help="Run dir whose versions have rollouts (`envevo rollout RUN`)."),
-    json_out: bool = typer.Option(False, "--json", help="Print one JSON list of points (agent, generation, pass rate, turns)."),
-) -> None:
-    """Difficulty across generations: pass rate and mean turns per generation, one series per agent."""
-    from envevo.rollout import by_generation
-    from envevo.store import LineageStore
-
-    with LineageStore.open(run, create=False) as store:
-        points = by_generation(store)
-    if json_out:
-        print_json([p.model_dump() for p in points])
-        return
-    if not points:
-        raise UserError(f"{run} has no rollouts of its versions; run `envevo rollout {run} --agent sim-strong` first")
-    sim = any(p.simulated for p in points)
-    table = Table(title="pass rate and turns per generation" + (" — SIMULATION" if sim else ""))
-    for c in ("agent", "model", "effort", "gen", "tasks", "rollouts", "pass rate", "turns"):
-        table.add_column(c)
-    for p in points:
-        table.add_row(escape(p.agent), escape(p.model or "-"), p.effort or "-", str(p.generation), str(p.tasks),
-                      str(p.rollouts), _fmt(p.pass_rate), _fmt(p.mean_turns, ".1f"))
-    out.print(table)

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from envevo.trace import Effort
+from envevo.trace import Direction, Effort
 
 
 class EvolveConfig(BaseModel):
     engine: str = "procedural"
     generations: int = Field(15, ge=1, description="generations per lineage (the paper evolves 15)")
     effort: Effort = Effort.HIGH
+    directions: list[Direction] = Field(default_factory=lambda: list(Direction),
+                                        description="directions tried each generation, shuffled (one alone isolates a lever)")
     seed: int = Field(0, description="the run's random seed: direction order and every engine choice derive from it")
     plan_budget: int = Field(3, ge=1, description="Proposer→Reviewer rounds per direction")
     env_budget: int = Field(3, ge=1, description="Modifier→verifiers rounds per accepted plan")
@@ -22,5 +24,5 @@ class EvolveConfig(BaseModel):
 
     def resumable_with(self, other: EvolveConfig) -> list[str]:
         """Settings that must match for a resumed run to continue the same lineages."""
-        keys = ("engine", "effort", "seed", "models")
+        keys = ("engine", "effort", "seed", "models", "directions")
         return [f"{k}: stored {getattr(self, k)!r}, given {getattr(other, k)!r}" for k in keys if getattr(self, k) != getattr(other, k)]

@@ -34,10 +34,12 @@ class Event:
     detail: str = ""
 
 
-def direction_order(seed: int, lineage: str, generation: int) -> list[Direction]:
+def direction_order(seed: int, lineage: str, generation: int, allowed: list[Direction] | None = None) -> list[Direction]:
     """Directions shuffled anew each generation, reproducibly from the run seed."""
     order = list(Direction)
     random.Random(f"{seed}|{lineage}|{generation}|directions").shuffle(order)
+    if allowed is not None:  # filter after the shuffle: the full run's order stays what it was
+        order = [d for d in order if d in allowed]
     return order
 
 
@@ -86,7 +88,7 @@ class LineageRunner:
         trace = await self.engine.extract_trace(task)
         self.on_event(Event(lineage, g, "generation", f"L={trace.L}"))
         why_not: list[str] = []
-        for direction in direction_order(self.cfg.seed, lineage, g):
+        for direction in direction_order(self.cfg.seed, lineage, g, self.cfg.directions):
             self.on_event(Event(lineage, g, "direction", direction.value))
             rng = random.Random(f"{self.cfg.seed}|{lineage}|{g}|{direction.value}")
             ctx = GenerationContext(lineage=lineage, generation=g, rng=rng, workdir=self._workdir(lineage, g, direction))

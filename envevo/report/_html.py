@@ -5,7 +5,9 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from envevo.report._plots import difficulty_plot, mutation_plot
+from contextlib import ExitStack
+
+from envevo.report._plots import difficulty_plot, generations_plot, mutation_plot, validity_plot
 from envevo.store import LineageStore, mutation_rates
 from envevo.task import diff_tasks
 
@@ -45,12 +47,77 @@ def _table(headers: list[str], rows: list[list[object]]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def build_report(run_dir: Path, out: Path | None = None) -> Path:
-    store = LineageStore.open(run_dir, create=False)
-    out = out or Path(run_dir) / "report.html"
+def _f(x: float | None, spec: str = ".2f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def _evaluation(study) -> list[str]:
+    """The paper's analyses (Figure 3, Table 1, validity, claims) over every run of the report."""
+    sim = " — SIMULATION (simulated agents, not models)" if study.simulated else ""
+    parts = [f"<h2>Difficulty across generations{sim}</h2>",
+             "<p class='muted'>Pass rate and mean turns per generation, averaged over the lineages evaluated at "
+             "that generation; one column per effort, one curve per agent (the paper's Figure 3).</p>",
+             f'<img alt="pass rate and turns per generation" src="{generations_plot([p.model_dump() for p in study.points])}">',
+             _table(["agent", "effort", "generations", "pass rate per generation", "monotone", "zero from", "ρ(gen, pass)",
+                     "turns first→last"],
+                    [[_e(t.agent), _e(t.effort or "-"), f"g{t.generations[0]}–g{t.generations[-1]} ({len(t.generations)})",
+                      _e(" ".join(f"{r:.2f}" for r in t.pass_rates)), "yes" if t.monotone else f"no ({t.rises} rises)",
+                      "-" if t.zero_at is None else f"g{t.zero_at}", _f(t.rho_generation),
+                      f"{_f(t.turns_first, '.1f')} → {_f(t.turns_last, '.1f')}"] for t in study.trends])]
+    parts.append(f"<h2>Direction effects{sim}</h2>")
+    if study.directions:
+        parts.append("<p class='muted'>Per step (a version against its parent, same agent): mean change of pass rate "
+                     "and turns with 95% intervals, D_T gain, and the fraction of steps that changed each component "
+                     "(the paper's Table 1). Single step: seed → generation 1 only.</p>")
+        parts.append(_table(
+            ["scope", "direction", "agent", "steps", "Δ pass rate", "Δ turns", "Δ D_T", *RATE_COMPONENTS, "total"],
+            [[d.scope, d.direction, _e(d.agent), d.steps,
+              _f(d.d_pass, "+.3f") + (f" ± {d.d_pass_ci:.3f}" if d.d_pass_ci is not None else ""),
+              _f(d.d_turns, "+.1f") + (f" ± {d.d_turns_ci:.1f}" if d.d_turns_ci is not None else ""), _f(d.d_DT, "+.2f"),
+              *(f"{d.mutation[c]:.2f}" for c in RATE_COMPONENTS), f"{d.total_mutation:.2f}"] for d in study.directions]))
+    else:
+        parts.append("<p class='muted'>No evaluated step: a version and its parent need rollouts of the same agent.</p>")
+    parts.append(f"<h2>Validity of D_T{sim}</h2>")
+    parts.append(f'<img alt="D_T against failure rate" src="{validity_plot([r.model_dump() for r in study.rows])}">')
+    parts.append(_table(["agent", "n versions", "rollouts", "Spearman ρ(D_T, failure)", "p (permutation)", "ρ for L alone", "p_T"],
+                        [[_e(v.agent), v.n, v.rollouts, _f(v.rho, ".3f"), _f(v.p_value, ".4f"), _f(v.rho_L, ".3f"),
+                          _e(v.estimator or "-")] for v in study.validity]))
+    parts.append(f"<h2>The paper's claims, here{sim}</h2>")
+    verdict = {True: "holds", False: "does not hold", None: "not tested"}
+    parts.append(_table(["claim", "verdict", "evidence"],
+                        [[_e(c.claim), verdict[c.holds], _e(c.evidence)] for c in study.claims]))
+    return parts
+
+
+def build_report(run_dirs: Path | list[Path], out: Path | None = None) -> Path:
+    """One page for one run, or for several (e.g. one per effort): their evaluation together, then each run."""
+    from envevo.analysis import analyze
+
+    runs = [Path(run_dirs)] if isinstance(run_dirs, (str, Path)) else [Path(r) for r in run_dirs]
+    out = out or runs[0] / "report.html"
+    with ExitStack() as stack:
+        stores = [stack.enter_context(LineageStore.open(r, create=False)) for r in runs]
+        study = analyze(stores)
+        parts = [f"<h1>envevo {'run' if len(runs) == 1 else 'runs'} "
+                 f"{', '.join(f'<code>{_e(r.resolve().name)}</code>' for r in runs)}</h1>"]
+        if study.rows:
+            parts += _evaluation(study)
+        for run_dir, store in zip(runs, stores):
+            if len(runs) > 1:
+                parts.append(f"<h2>Run <code>{_e(run_dir.resolve().name)}</code></h2>")
+            parts += _run_sections(store)
+    page = (
+        "<!doctype html><html><head><meta charset='utf-8'><title>envevo report</title>"
+        f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>"
+    )
+    out.write_text(page, encoding="utf-8")
+    return out
+
+
+def _run_sections(store: LineageStore) -> list[str]:
     lineages = store.lineages()
     config = store.run_config() or {}
-    parts = [f"<h1>envevo run <code>{_e(Path(run_dir).resolve().name)}</code></h1>"]
+    parts: list[str] = []
     parts.append(
         "<p class='muted'>D_T and its terms are exact: computed from each version's recorded ξ under the "
         f"engine's reference distribution. Settings: {_e(', '.join(f'{k}={v}' for k, v in config.items()))}</p>"
@@ -110,9 +177,4 @@ def build_report(run_dir: Path, out: Path | None = None) -> Path:
                     for ch in changes
                 )
                 parts.append(f"<details><summary>{_e(component)}: {len(changes)} file(s) changed</summary>{body}</details>")
-    page = (
-        "<!doctype html><html><head><meta charset='utf-8'><title>envevo report</title>"
-        f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>"
-    )
-    out.write_text(page, encoding="utf-8")
-    return out
+    return parts

@@ -50,3 +50,45 @@ def mutation_plot(rows: list[dict], components: list[str]) -> str:
     ax.legend(fontsize=7)
     fig.tight_layout()
     return to_data_uri(fig)
+
+
+def generations_plot(points: list[dict]) -> str:
+    """The Figure 3 analogue: pass rate (top) and mean turns (bottom) per generation, a column per effort,
+    a curve per agent. `points` are GenerationPoint dicts."""
+    efforts = sorted({p["effort"] or "-" for p in points}, key=lambda e: ["low", "high", "max"].index(e) if e in ("low", "high", "max") else 9)
+    agents = sorted({p["agent"] for p in points})
+    fig, axes = plt.subplots(2, len(efforts), figsize=(4.2 * len(efforts), 6), squeeze=False, sharex=True)
+    for col, effort in enumerate(efforts):
+        for agent in agents:
+            ps = sorted((p for p in points if (p["effort"] or "-") == effort and p["agent"] == agent), key=lambda p: p["generation"])
+            if not ps:
+                continue
+            xs = [p["generation"] for p in ps]
+            axes[0][col].plot(xs, [p["pass_rate"] for p in ps], marker="o", ms=3, label=agent)
+            axes[1][col].plot(xs, [p["mean_turns"] for p in ps], marker="o", ms=3, label=agent)
+        axes[0][col].set_title(f"{effort} effort", fontsize=10)
+        axes[0][col].set_ylim(-0.05, 1.05)
+        axes[1][col].set_xlabel("generation")
+        axes[1][col].xaxis.get_major_locator().set_params(integer=True)
+        for row in (0, 1):
+            axes[row][col].grid(alpha=0.3)
+    axes[0][0].set_ylabel("pass rate")
+    axes[1][0].set_ylabel("mean turns")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    return to_data_uri(fig)
+
+
+def validity_plot(rows: list[dict]) -> str:
+    """D_T against measured failure rate, one point per evaluated (version, agent). `rows` are VersionEval dicts."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for agent in sorted({r["agent"] for r in rows}):
+        rs = [r for r in rows if r["agent"] == agent and r["D_T"] is not None]
+        ax.scatter([r["D_T"] for r in rs], [1 - r["pass_rate"] for r in rs], s=14, alpha=0.7, label=agent)
+    ax.set_xlabel("D_T (nats)")
+    ax.set_ylabel("failure rate (1 − pass rate)")
+    ax.set_ylim(-0.05, 1.05)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return to_data_uri(fig)

@@ -52,13 +52,65 @@ def agent_label(agent: str, model: str | None) -> tuple[str, str | None]:
     return agent, model
 
 
-def _spec(t: Target, agent: str, model: str | None, k: int, env: str, trials_dir: Path):
+def parse_agent_kwargs(items: Sequence[str]) -> dict:
+    """`key=value` strings as agent kwargs; a value that parses as JSON is taken as JSON (numbers, booleans, objects)."""
+    import json
+
+    kwargs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise UserError(f"--agent-kwarg {item!r} is not key=value (e.g. max_turns=50, temperature=0.7)")
+        try:
+            kwargs[key.strip()] = json.loads(value)
+        except ValueError:
+            kwargs[key.strip()] = value
+    return kwargs
+
+
+def check_agent(agent: str, model: str | None, agent_kwargs: dict | None = None) -> None:
+    """One clear UserError, before any sandbox starts, for an agent config Harbor would reject in every trial."""
+    from envevo.runtime import TrialSpec
+    from envevo.runtime._trial import check_agent as check
+
+    if is_simulated(agent):
+        if agent_kwargs:
+            raise UserError(f"{agent} is a simulated profile: agent kwargs, --base-url and --api-key-env are for real agents")
+        return
+    try:
+        check(TrialSpec(task_dir=Path("."), agent=agent, model=model, trials_dir=Path("."), agent_kwargs=agent_kwargs or {}))
+    except ValueError as exc:
+        message = str(exc).removeprefix(f"{agent}: ")
+        if model is None and "model_name is required" in message:
+            message = "needs a model: pass --model, e.g. openai/<model name>"
+        raise UserError(f"agent {agent}: {message}") from None
+
+
+async def probe_endpoint(model: str | None, agent_kwargs: dict | None = None) -> None:
+    """One `GET /models` at a user's OpenAI-compatible endpoint (an openai/… or hosted_vllm/… model with a base_url):
+    it answers, takes the key and serves the model. Otherwise every trial would fail on it, counted as the agent's fail."""
+    kwargs = agent_kwargs or {}
+    provider, _, name = (model or "").partition("/")
+    if not kwargs.get("base_url") or provider not in ("openai", "hosted_vllm") or not name:
+        return
+    from envevo.llm._config import ModelSpec
+    from envevo.llm._preflight import preflight
+
+    try:
+        await preflight([ModelSpec(provider="openai", name=name, base_url=kwargs["base_url"],
+                                   api_key_env=kwargs.get("model_api_key_name"))])
+    except UserError as exc:  # it names the model the LLM engine's way (openai:name); say it as given here
+        raise UserError(str(exc).replace(f"openai:{name}", str(model))) from None
+
+
+def _spec(t: Target, agent: str, model: str | None, k: int, env: str, trials_dir: Path, agent_kwargs: dict | None = None):
     from envevo.evolve.engines.procedural import derive_seed
     from envevo.runtime import TrialSpec
     from envevo.task import load_task
 
     if not is_simulated(agent):
-        return TrialSpec(task_dir=t.task_dir, agent=agent, model=model, env=env, trials_dir=trials_dir)
+        return TrialSpec(task_dir=t.task_dir, agent=agent, model=model, env=env, trials_dir=trials_dir,
+                         agent_kwargs=dict(agent_kwargs or {}))
     meta = load_task(t.task_dir).envevo_metadata
     if meta.get("engine") != "procedural" or not isinstance(meta.get("chain"), dict):
         raise UserError(f"{t.name}: simulated agents act only on procedural tasks (no chain in [metadata.envevo]); "
@@ -80,14 +132,21 @@ def pending(targets: Sequence[Target], agent: str, model: str | None, k: int, st
 
 
 async def rollout(targets: Sequence[Target], agent: str, model: str | None, k: int, *, env: str = "podman",
-                  concurrency: int = 2, trials_dir: Path, store=None,
+                  concurrency: int = 2, trials_dir: Path, store=None, agent_kwargs: dict | None = None,
                   on_trial: Callable[[Target, object], None] | None = None) -> list[RolloutSummary]:
-    """Run the missing rollouts, record each as it finishes (so a kill loses only trials in flight), summarize."""
+    """Run the missing rollouts, record each as it finishes (so a kill loses only trials in flight), summarize.
+
+    `agent_kwargs` go to a real Harbor agent (e.g. terminus-2's max_turns); the connection settings `base_url`
+    and `model_api_key_name` (the variable holding the API key) among them reach Harbor's AgentConfig.
+    """
     from envevo.runtime import run_trials
 
     agent, model = agent_label(agent, model)
     todo = pending(targets, agent, model, k, store)
-    specs = [_spec(t, agent, model, i, env, trials_dir / t.task_hash[:12]) for t, i in todo]
+    if todo:
+        check_agent(agent, model, agent_kwargs)
+        await probe_endpoint(model, agent_kwargs)
+    specs = [_spec(t, agent, model, i, env, trials_dir / t.task_hash[:12], agent_kwargs) for t, i in todo]
     fresh: dict[str, list] = {}
 
     def done(j: int, o) -> None:

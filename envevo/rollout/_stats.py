@@ -33,6 +33,9 @@ class RolloutSummary(BaseModel):
     mean_turns: float | None = None
     pass_at_k: float | None = Field(default=None, description="pass@n: chance that at least one of n passes")
     errors: dict[str, int] = Field(default_factory=dict, description="error kind -> count, for non-ok rollouts")
+    mean_input_tokens: float | None = None
+    mean_output_tokens: float | None = None
+    cost_usd: float | None = Field(default=None, description="total over the counted rollouts, where the agent reported it")
 
     @property
     def label(self) -> str:
@@ -50,7 +53,15 @@ def summarize(task: str, rows: Iterable, **fields) -> RolloutSummary:
         if kind != "ok":
             errors[kind] = errors.get(kind, 0) + 1
     n = len(rows)
+
+    def mean(name: str) -> float | None:  # store rows say input_tokens; Harbor outcomes n_input_tokens
+        values = [v for v in (getattr(r, name, getattr(r, f"n_{name}", None)) for r in rows) if v is not None]
+        return sum(values) / len(values) if values else None
+
+    costs = [r.cost_usd for r in rows if getattr(r, "cost_usd", None) is not None]
     return RolloutSummary(
         task=task, n=n, passes=passes, pass_rate=passes / n if n else None,
         mean_turns=sum(turns) / len(turns) if turns else None,
+        mean_input_tokens=mean("input_tokens"), mean_output_tokens=mean("output_tokens"),
+        cost_usd=sum(costs) if costs else None,
         pass_at_k=pass_at_k(n, passes, n) if n else None, errors=errors, **fields)

@@ -19,8 +19,9 @@ from harbor.trial.trial import Trial  # noqa: E402
 
 HARBOR_VERSION = "0.26.0"
 
-# Harbor logs every retry and teardown step at WARNING; envevo reports outcomes itself.
-for _name in ("harbor", "LiteLLM", "litellm"):
+# Harbor logs every retry and teardown step at WARNING; envevo reports outcomes itself. harbor.utils.logger
+# sets its own level to DEBUG when imported (above), so it is named explicitly.
+for _name in ("harbor", "harbor.utils.logger", "LiteLLM", "litellm"):
     logging.getLogger(_name).setLevel(logging.ERROR)
 
 __all__ = ["AgentConfig", "EnvironmentConfig", "TaskConfig", "TrialConfig", "TrialResult", "Trial", "HARBOR_VERSION"]

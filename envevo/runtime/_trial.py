@@ -32,6 +32,12 @@ _INFRASTRUCTURE = {
     "HealthcheckError",
     "SandboxLikelyOutOfMemoryError",
     "MemoryLimitExceededError",
+    # The model endpoint failing under a real agent (LiteLLM's names): not the agent's fail, so retried.
+    "APIConnectionError",
+    "ServiceUnavailableError",
+    "RateLimitError",
+    "AuthenticationError",
+    "InternalServerError",
 }
 # Messages Harbor's compose environments raise when `compose up --build` fails on the image build.
 _BUILD_MARKERS = ("error building", "build failed", "failed to build", " build. return code", "returned a non-zero code")
@@ -39,10 +45,58 @@ _BUILD_MARKERS = ("error building", "build failed", "failed to build", " build. 
 _COMMAND = re.compile(r"Command: .*?(?=Return code|$)", re.S)
 
 
+# Harbor's common model-connection settings. They are AgentConfig fields, not agent kwargs (Harbor rejects
+# model_api_key_name among the kwargs); a TrialSpec carries them in agent_kwargs, under these names.
+CONNECTION_KWARGS = ("base_url", "model_api_key_name", "model_api_format")
+
+
 def _agent_config(spec: TrialSpec) -> AgentConfig:
-    if ":" in spec.agent:
-        return AgentConfig(import_path=spec.agent, model_name=spec.model, kwargs=spec.agent_kwargs)
-    return AgentConfig(name=spec.agent, model_name=spec.model, kwargs=spec.agent_kwargs)
+    kwargs = {k: v for k, v in spec.agent_kwargs.items() if k not in CONNECTION_KWARGS}
+    connection = {k: spec.agent_kwargs[k] for k in CONNECTION_KWARGS if spec.agent_kwargs.get(k) is not None}
+    which = {"import_path": spec.agent} if ":" in spec.agent else {"name": spec.agent}
+    return AgentConfig(**which, model_name=spec.model, kwargs=kwargs, **connection)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).replace("--api-key-name", "--api-key-env")  # Harbor names its own CLI flag
+    text = re.sub(r"\s*Use --skip-credential-checks[^.]*\.", "", text)
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def check_agent(spec: TrialSpec) -> None:
+    """Raise ValueError (one line) for an agent config that every trial would fail on: an unknown agent, an
+    option it does not take, a missing model, an API key that is not there. Nothing is run or contacted."""
+    import logging
+    import tempfile
+    from pathlib import Path
+
+    from harbor.agents.agent_auth_resolution import resolve_agent_model_connection
+    from harbor.agents.factory import AgentFactory
+    from harbor.models.agent.name import AgentName
+
+    if ":" not in spec.agent and spec.agent not in AgentName.values():
+        raise ValueError(f"unknown agent {spec.agent!r}; Harbor's agents: {', '.join(sorted(AgentName.values()))}; "
+                         "or give a custom agent as pkg.module:Class")
+    config = _agent_config(spec)
+    quiet = logging.getLogger("harbor.utils.logger")  # Harbor's agents log through it at DEBUG, to stderr
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        AgentFactory.run_preflight(config)  # importable, options, base URL, API key for a default endpoint
+        if config.name and config.name != AgentName.ORACLE.value:
+            # What only the constructor checks (e.g. a missing model). Custom agents and the oracle are left out:
+            # their constructors may need what only a trial gives (the task dir, the agent's own kwargs).
+            with tempfile.TemporaryDirectory() as logs:
+                AgentFactory.create_agent_from_config(config, logs_dir=Path(logs))
+        connection = resolve_agent_model_connection(config) if config.base_url else None
+    except Exception as exc:  # Harbor's errors here are ValueErrors, import errors and TypeErrors: all config
+        raise ValueError(_one_line(exc)) from None
+    finally:
+        quiet.setLevel(level)
+    if connection is not None and connection.provider == "openai" and connection.api_key is None:
+        # Harbor lets a user endpoint go keyless, but LiteLLM's OpenAI client refuses to send a request without one.
+        raise ValueError(f"no API key for {spec.model} at {config.base_url}: set OPENAI_API_KEY "
+                         "(any value, e.g. EMPTY, for an endpoint without auth)")
 
 
 def _environment_config(spec: TrialSpec) -> EnvironmentConfig:

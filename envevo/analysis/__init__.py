@@ -1,0 +1,15 @@
+"""The paper's analyses over evaluated lineages: difficulty across generations (Figure 3), direction effects
+(Table 1) and the validity of D_T (Spearman against measured failure)."""
+
+from envevo.analysis._claims import Claim, claims
+from envevo.analysis._collect import VersionEval, collect
+from envevo.analysis._directions import DirectionEffect, direction_effects
+from envevo.analysis._generations import GenerationPoint, Trend, generation_points, trends
+from envevo.analysis._stats import mean_ci, spearman, spearman_p
+from envevo.analysis._study import Study, analyze
+from envevo.analysis._validity import Validity, validity
+
+__all__ = [
+    "Claim", "DirectionEffect", "GenerationPoint", "Study", "Trend", "Validity", "VersionEval", "analyze", "claims",
+    "collect", "direction_effects", "generation_points", "mean_ci", "spearman", "spearman_p", "trends", "validity",
+]

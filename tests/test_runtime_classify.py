@@ -1,0 +1,33 @@
+"""How a Harbor trial result maps to one error kind: what rollouts count as the agent's fail, and what is retried."""
+
+from types import SimpleNamespace as NS
+
+from envevo.runtime._outcome import ErrorKind
+from envevo.runtime._trial import classify
+
+STARTED = NS(started_at="2026-01-01T00:00:00Z")
+
+
+def _result(exc_type=None, message="boom", rewards=None, agent_started=True, verifier_started=False):
+    return NS(exception_info=NS(exception_type=exc_type, exception_message=message) if exc_type else None,
+              verifier_result=NS(rewards=rewards) if rewards is not None else None,
+              agent_execution=STARTED if agent_started else None, verifier=STARTED if verifier_started else None)
+
+
+def test_clean_and_rewardless_trials() -> None:
+    assert classify(_result(rewards={"reward": 1.0}))[0] is ErrorKind.OK
+    assert classify(_result())[0] is ErrorKind.REWARD_MISSING
+
+
+def test_an_agent_crash_the_verifier_scored_is_the_agents_fail() -> None:
+    # A command of the agent timed out; Harbor still ran the verifier, which scored 0.
+    r = _result("RuntimeError", "Command timed out after 120 seconds", rewards={"reward": 0.0}, verifier_started=True)
+    assert classify(r)[0] is ErrorKind.AGENT_ERROR
+    assert classify(_result("RuntimeError", verifier_started=True))[0] is ErrorKind.VERIFIER_ERROR
+
+
+def test_endpoint_failures_are_infrastructure_and_get_retried() -> None:
+    for name in ("APIConnectionError", "RateLimitError", "AuthenticationError", "ServiceUnavailableError"):
+        kind = classify(_result(name, rewards={"reward": 0.0}, verifier_started=True))[0]
+        assert kind is ErrorKind.INFRASTRUCTURE_ERROR and kind.is_infrastructure
+    assert classify(_result("ValueError", agent_started=False))[0] is ErrorKind.INFRASTRUCTURE_ERROR
