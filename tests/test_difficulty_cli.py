@@ -91,3 +91,24 @@ def test_unknown_estimator_and_missing_target(tmp_path: Path) -> None:
         estimator("nope")
     res = CliRunner().invoke(app, [str(tmp_path / "missing")])
     assert res.exit_code == 2 and "does not exist" in res.output
+
+
+def test_a_task_without_xi_is_extracted_by_the_llm_proposer(tmp_path: Path) -> None:
+    """Through the local fake OpenAI-compatible server: the Proposer's extraction (evidence quotes checked
+    against the task files) gives ξ, and D_T is computed on it; without a model, one line says what to pass."""
+    import os
+
+    from tests.conftest import run_cli
+    from tests.fakes import log_forensics as lf
+    from tests.fakes.openai_server import FakeOpenAI, Script, final
+
+    r = run_cli("difficulty", str(lf.SEED))
+    assert r.returncode == 2 and "--extract-model" in r.stderr and "Traceback" not in r.stderr
+    with FakeOpenAI(Script(**{"proposer-extract": [final(lf.extraction())]})) as server:
+        r = run_cli("difficulty", str(lf.SEED), "--extract-model", "fake-model", "--base-url", server.url, "--json",
+                    env={**os.environ, "OPENAI_API_KEY": "sk-fake"})
+    assert r.returncode == 0, r.stderr
+    row = json.loads(r.stdout)["rows"][0]
+    assert row["L"] == 3 and row["xi_source"] == "llm:fake-model"
+    assert [s["scenario"] for s in row["trace"]["steps"]] == [s for s, _ in lf.STEPS]
+    assert row["D_T"] == pytest.approx(row["scenario_novelty"] + row["skill_rarity"]) and row["D_T"] > 0

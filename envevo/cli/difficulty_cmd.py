@@ -34,18 +34,40 @@ def build_estimator(name: str, **options: Any) -> ReferenceDistribution:
     return p
 
 
-def task_rows(paths: list[Path], estimator: str | ReferenceDistribution = "catalog") -> list[dict[str, Any]]:
-    """One row per task dir: its ξ and D_T terms."""
+def extract_traces(tasks: list, model: str, base_url: str | None = None) -> list:
+    """ξ of each task by the LLM engine's Proposer (its extraction, evidence-checked), in one event loop."""
+    import asyncio
+
+    from envevo.cli.evolve_cmd import make_engine
+
+    engine, _ = make_engine("llm", {"model": model, "base_url": base_url})
+
+    async def run() -> list:
+        await engine.preflight()
+        return [await engine.extract_trace(t) for t in tasks]
+
+    return asyncio.run(run())
+
+
+def task_rows(paths: list[Path], estimator: str | ReferenceDistribution = "catalog", extract_model: str | None = None,
+              base_url: str | None = None) -> list[dict[str, Any]]:
+    """One row per task dir: its ξ and D_T terms. ξ comes from [metadata.envevo], else from `extract_model`."""
     from envevo.task import load_task
     from envevo.trace import difficulty as d_t
-    from envevo.trace._estimators import trace_of_task
+    from envevo.trace._estimators import has_trace, trace_of_task
 
     p = _p_t(estimator)
+    tasks = [load_task(path) for path in paths]
+    need = [t for t in tasks if not has_trace(t)]
+    extracted = {}
+    if need and extract_model is not None:
+        extracted = {t.content_hash(): x for t, x in zip(need, extract_traces(need, extract_model, base_url))}
     rows = []
-    for path in paths:
-        task = load_task(path)
-        trace = trace_of_task(task)
-        rows.append({"task": task.name, "path": str(path), "task_hash": task.content_hash(),
+    for path, task in zip(paths, tasks):
+        key = task.content_hash()
+        trace = extracted[key] if key in extracted else trace_of_task(task)
+        rows.append({"task": task.name, "path": str(path), "task_hash": key,
+                     "xi_source": f"llm:{extract_model}" if key in extracted else "metadata",
                      "xi": trace.pretty(), "trace": trace.model_dump(mode="json"), **d_t(trace, p).model_dump()})
     return rows
 
@@ -89,6 +111,9 @@ def difficulty(
                                         "e.g. http://localhost:8000/v1 (key from OPENAI_API_KEY)."),
     llm_method: str | None = typer.Option(None, "--llm-method", help="With --estimator llm: auto (default), logprobs "
                                           "(score labels via /v1/completions echo) or judgement (ask via chat)."),
+    extract_model: str | None = typer.Option(None, "--extract-model", help="For tasks without ξ in [metadata.envevo]: "
+                                             "extract it with this model (provider:name, the LLM engine's Proposer; "
+                                             "--base-url for an OpenAI-compatible endpoint)."),
     weakness: bool = typer.Option(False, "--weakness", help="RUN only: a model's weakness δ_θ = [d_θ − d_T]_+ per skill and "
                                   "scenario, estimated from its recorded rollouts (`envevo rollout RUN`)."),
     agent: str | None = typer.Option(None, "--agent", help="With --weakness: whose rollouts (needed when the run has several)."),
@@ -100,13 +125,13 @@ def difficulty(
     if not target.exists():
         raise UserError(f"{target} does not exist; pass a task dir or the --out dir of an `envevo evolve` run")
     p = build_estimator(estimator, corpus=corpus, embedding_model=embedding_model, model=reference_model,
-                        base_url=base_url, method=llm_method)
+                        base_url=base_url if estimator == "llm" else None, method=llm_method)
     if weakness or agent is not None or model is not None:
         return weakness_output(target, agent=agent, model=model, estimator=p, json_out=json_out, asked=weakness)
     if _is_run(target):
         kind, rows = "run", run_rows(target, p)
     else:
-        kind, rows = "tasks", task_rows(expand_task_args([target]), p)
+        kind, rows = "tasks", task_rows(expand_task_args([target]), p, extract_model, base_url)
     if json_out:
         info = {"estimator_info": p.describe()} if hasattr(p, "describe") else {}
         print_json({"kind": kind, "target": str(target.resolve()), "estimator": rows[0]["estimator"] if rows else p.name,

@@ -69,6 +69,12 @@ def estimator(name: str = "catalog", *, flag_names: dict[str, str] | None = None
     return factory(**given)
 
 
+def has_trace(task) -> bool:
+    """Whether the task carries ξ in `[metadata.envevo]` (so no model is needed to read it)."""
+    meta = task.envevo_metadata or {}
+    return (meta.get("engine") == "procedural" and isinstance(meta.get("chain"), dict)) or isinstance(meta.get("trace"), dict)
+
+
 def trace_of_task(task) -> Trace:
     """ξ of a task from its `[metadata.envevo]` (procedural tasks carry the exact chain)."""
     meta = task.envevo_metadata or {}
@@ -78,5 +84,5 @@ def trace_of_task(task) -> Trace:
         return chain_from_task(task).trace()
     if isinstance(meta.get("trace"), dict):
         return Trace.model_validate(meta["trace"])
-    raise UserError(f"task {task.name} carries no ξ in [metadata.envevo]; extracting it needs `--engine llm`, "
-                    "which is not available yet (procedural tasks from `envevo seed procedural` work)")
+    raise UserError(f"task {task.name} carries no ξ in [metadata.envevo]; extract it with a model: "
+                    "--extract-model provider:name [--base-url URL] (the LLM engine's Proposer)")
