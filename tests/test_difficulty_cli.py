@@ -78,7 +78,7 @@ def test_non_procedural_task_is_one_line_error(tmp_path: Path) -> None:
     task.write("solution/solve.sh", "#!/bin/bash\necho hello > /app/out.txt\n", executable=True)
     task.set_config({"schema_version": "1.4", "task": {"name": "plain/hello"}})
     path = save(task, tmp_path / "plain")
-    with pytest.raises(UserError, match="--engine llm"):
+    with pytest.raises(UserError, match="--extract-model"):
         trace_of_task(load_task(path))
     res = CliRunner().invoke(app, [str(path)])
     assert res.exit_code == 2
