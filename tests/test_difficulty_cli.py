@@ -82,7 +82,7 @@ def test_non_procedural_task_is_one_line_error(tmp_path: Path) -> None:
         trace_of_task(load_task(path))
     res = CliRunner().invoke(app, [str(path)])
     assert res.exit_code == 2
-    assert "--engine llm" in res.output and "Traceback" not in res.output
+    assert "--extract-model" in res.output and "Traceback" not in res.output
 
 
 def test_unknown_estimator_and_missing_target(tmp_path: Path) -> None:
