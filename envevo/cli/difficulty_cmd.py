@@ -107,8 +107,8 @@ def difficulty(
                                                 "sentence-transformers BERT model dir (default: all-MiniLM-L6-v2)."),
     reference_model: str | None = typer.Option(None, "--reference-model", help="With --estimator llm: the reference model "
                                                "(default: model under [llm] in envevo.toml)."),
-    base_url: str | None = typer.Option(None, "--base-url", help="With --estimator llm: its OpenAI-compatible endpoint, "
-                                        "e.g. http://localhost:8000/v1 (key from OPENAI_API_KEY)."),
+    base_url: str | None = typer.Option(None, "--base-url", help="With --estimator llm or --extract-model: the "
+                                        "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (key from OPENAI_API_KEY)."),
     llm_method: str | None = typer.Option(None, "--llm-method", help="With --estimator llm: auto (default), logprobs "
                                           "(score labels via /v1/completions echo) or judgement (ask via chat)."),
     extract_model: str | None = typer.Option(None, "--extract-model", help="For tasks without ξ in [metadata.envevo]: "
