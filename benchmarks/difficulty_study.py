@@ -100,6 +100,7 @@ def main() -> None:
     ap.add_argument("--every", type=int, default=3, help="other agents: every N-th generation (and the last)")
     ap.add_argument("-k", "--k", type=int, default=4, help="rollouts per version and agent (the paper uses 8)")
     ap.add_argument("--single-step-seeds", type=int, default=2, help="seeds for the single-step direction runs (0: skip)")
+    ap.add_argument("--single-step-k", type=int, default=None, help="rollouts per version in the single-step runs (default: -k)")
     ap.add_argument("--concurrency", type=int, default=3, help="trials at once during rollouts")
     ap.add_argument("--json", action="store_true", help="print the analyses as JSON at the end")
     a = ap.parse_args()
@@ -125,11 +126,11 @@ def main() -> None:
     t1 = time.time()
     for e, run in effort_runs.items():
         roll(run, a.dense_agent, a.k, None, a.concurrency, log)
+    for run in direction_runs.values():
+        roll(run, a.dense_agent, a.single_step_k or a.k, {0, 1}, a.concurrency, log)
     for agent in (x for x in agents if x != a.dense_agent):
         for e, run in effort_runs.items():
             roll(run, agent, a.k, sparse, a.concurrency, log)
-    for run in direction_runs.values():
-        roll(run, a.dense_agent, a.k, {0, 1}, a.concurrency, log)
     print(f"  rollouts in {time.time() - t1:.0f} s", flush=True)
 
     from envevo.analysis import analyze

@@ -1,6 +1,9 @@
 """How a Harbor trial result maps to one error kind: what rollouts count as the agent's fail, and what is retried."""
 
+import asyncio
 from types import SimpleNamespace as NS
+
+import pytest
 
 from envevo.runtime._outcome import ErrorKind
 from envevo.runtime._trial import classify
@@ -31,3 +34,39 @@ def test_endpoint_failures_are_infrastructure_and_get_retried() -> None:
         kind = classify(_result(name, rewards={"reward": 0.0}, verifier_started=True))[0]
         assert kind is ErrorKind.INFRASTRUCTURE_ERROR and kind.is_infrastructure
     assert classify(_result("ValueError", agent_started=False))[0] is ErrorKind.INFRASTRUCTURE_ERROR
+
+
+def test_an_interrupted_trial_is_not_retried_or_recorded(monkeypatch, tmp_path) -> None:
+    """Harbor tears a cancelled trial down and may return it as a failed result rather than re-raise; run_trials
+    must then stop (the CLI exits 130), not retry it as an infrastructure failure and run the task again."""
+    from envevo.runtime import TrialSpec, _trial
+
+    calls = []
+
+    class SwallowingTrial:
+        @classmethod
+        async def create(cls, config):
+            return cls()
+
+        async def run(self):
+            calls.append(1)
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:  # what Harbor does on a cancel in some phases
+                return _result("CancelledError", rewards=None)
+            raise AssertionError("the trial was not cancelled")
+
+    monkeypatch.setattr(_trial, "Trial", SwallowingTrial)
+    monkeypatch.setattr(_trial, "trial_config", lambda spec: None)
+    recorded = []
+
+    async def main():
+        spec = TrialSpec(task_dir=tmp_path, agent="oracle", env="docker-none", trials_dir=tmp_path)
+        job = asyncio.ensure_future(_trial.run_trials([spec], retries=3, on_done=lambda i, o: recorded.append(o)))
+        await asyncio.sleep(0.2)
+        job.cancel()
+        await job
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(main())
+    assert calls == [1] and recorded == []

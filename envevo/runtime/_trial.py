@@ -227,6 +227,11 @@ async def run_trial(spec: TrialSpec) -> TrialOutcome:
             error_message=f"{type(exc).__name__}: {exc}".splitlines()[0][:500],
         )
     result = await trial.run()
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        # Ctrl-C reached the trial and Harbor, after tearing the sandbox down, returned it as a failed result
+        # instead of re-raising: propagate the cancellation, so nobody retries or records an interrupted trial.
+        raise asyncio.CancelledError
     return to_outcome(spec, result)
 
 
