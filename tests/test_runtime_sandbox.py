@@ -42,6 +42,8 @@ def _start_slow_verify(engine, tmp_path):
     proc = subprocess.Popen(
         [*ENVEVO, "verify", str(FIXTURES / "runtime" / "slow"), "--repeats", "1", "--jobs-dir", str(tmp_path / "jobs")],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # As from a terminal: a test run started in the background (`make test &`) inherits SIGINT ignored.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     owner = f"{socket.gethostname()}:{proc.pid}"
     deadline = time.monotonic() + 300

@@ -229,8 +229,8 @@ async def run_trial(spec: TrialSpec) -> TrialOutcome:
     result = await trial.run()
     task = asyncio.current_task()
     if task is not None and task.cancelling():
-        # Ctrl-C reached the trial and Harbor, after tearing the sandbox down, returned it as a failed result
-        # instead of re-raising: propagate the cancellation, so nobody retries or records an interrupted trial.
+        # Harbor 0.26 re-raises a cancel after teardown; should a version return the cancelled trial as a failed
+        # result instead, propagate the cancel anyway, so nobody retries or records an interrupted trial.
         raise asyncio.CancelledError
     return to_outcome(spec, result)
 
