@@ -2,8 +2,8 @@
 agents on the lineages, and test the paper's claims: does the pass rate decline monotonically per agent, and does
 D_T rank environments by measured failure (Spearman)? SIMULATION: the agents are skill profiles, not models.
 
-    python benchmarks/difficulty_study.py                       # ~30 min on 2 cores: k=4, 15 generations
-    python benchmarks/difficulty_study.py --k 8 --work /tmp/study   # the paper's k (about twice as long)
+    python benchmarks/difficulty_study.py                       # the small version: k=4, 15 generations
+    python benchmarks/difficulty_study.py -k 8 --every 3 --single-step-seeds 3 --work /tmp/study   # bigger
     python benchmarks/difficulty_study.py --generations 3 --k 1 --every 1 --single-step-seeds 0   # a smoke run
 
 Every stage resumes: re-running with the same --work skips seeds, generations and rollouts already stored.
@@ -97,9 +97,9 @@ def main() -> None:
     ap.add_argument("--efforts", default="low,high,max")
     ap.add_argument("--agents", default="sim-strong,sim-medium,sim-weak")
     ap.add_argument("--dense-agent", default="sim-medium", help="rolled out on every generation")
-    ap.add_argument("--every", type=int, default=3, help="other agents: every N-th generation (and the last)")
+    ap.add_argument("--every", type=int, default=5, help="other agents: every N-th generation (and the last)")
     ap.add_argument("-k", "--k", type=int, default=4, help="rollouts per version and agent (the paper uses 8)")
-    ap.add_argument("--single-step-seeds", type=int, default=2, help="seeds for the single-step direction runs (0: skip)")
+    ap.add_argument("--single-step-seeds", type=int, default=1, help="seeds for the single-step direction runs (0: skip)")
     ap.add_argument("--single-step-k", type=int, default=None, help="rollouts per version in the single-step runs (default: -k)")
     ap.add_argument("--concurrency", type=int, default=3, help="trials at once during rollouts")
     ap.add_argument("--json", action="store_true", help="print the analyses as JSON at the end")
