@@ -12,6 +12,8 @@ from envevo.runtime import TrialOutcome
 class VerifierReport(BaseModel):
     name: str
     passed: bool
+    # No evidence either way (e.g. the test runner never ran): never a pass, and not the task's fault either.
+    inconclusive: bool = False
     reasons: list[str] = Field(default_factory=list)
     runs: list[TrialOutcome] = Field(default_factory=list)
 
@@ -21,6 +23,16 @@ class Verdict(BaseModel):
     task_dir: Path
     ok: bool
     reports: dict[str, VerifierReport]
+    # Base images replaced by local stand-ins for this run, each stated ("python:3.12-slim → Debian trixie, Python 3.13").
+    substitutions: list[str] = Field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        """ok, fail, or inconclusive (some verifier had no evidence and none failed outright)."""
+        if self.ok:
+            return "ok"
+        failed = [r for r in self.reports.values() if not r.passed and not r.inconclusive]
+        return "fail" if failed else "inconclusive"
 
     @property
     def reasons(self) -> list[str]:
@@ -28,10 +40,12 @@ class Verdict(BaseModel):
 
     def summary(self) -> dict:
         """The JSON shape `envevo verify --json` prints: one object per task, a key per verifier."""
-        out: dict = {"task": self.task, "task_dir": str(self.task_dir), "ok": self.ok}
+        out: dict = {"task": self.task, "task_dir": str(self.task_dir), "ok": self.ok, "status": self.status,
+                     "substitutions": self.substitutions}
         for name, rep in self.reports.items():
             out[name] = {
                 "passed": rep.passed,
+                "inconclusive": rep.inconclusive,
                 "reasons": rep.reasons,
                 "runs": [r.model_dump(mode="json") for r in rep.runs],
             }
