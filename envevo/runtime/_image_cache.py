@@ -1,18 +1,23 @@
-"""Keep a task's image layers cached across trials on local engines.
+"""Build each task environment once, cached by content digest, on the local engines.
 
-Harbor builds an image per trial and removes it at teardown (`compose down --rmi local`), which also drops
-its layers: every trial would rebuild the task from scratch. Building the environment once under our own
-tag first keeps the layers alive, so the per-trial builds are cache hits. The tag is derived from the
-environment's content, so an edited task gets a new one.
+The tag is derived from the environment's content (`localhost/envevo-cache:<digest>`), so an edited task gets a
+new one and every later trial, shell or exploit of the same content starts from the cached image. Images carry
+the label `envevo.cache=1`, so the image budget (envevo/sandbox) can find and prune them. A failed build leaves
+no intermediate containers (`--force-rm`); dangling layers it left are pruned by the budget.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import weakref
 from pathlib import Path
 
 CACHE_REPO = "localhost/envevo-cache"
+CACHE_LABEL = "envevo.cache"
+
+# One build per tag at a time, per event loop (asyncio locks are bound to the loop that first waits on them).
+_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = weakref.WeakKeyDictionary()
 
 
 def environment_digest(env_dir: Path) -> str:
@@ -24,31 +29,46 @@ def environment_digest(env_dir: Path) -> str:
     return h.hexdigest()[:24]
 
 
+def cache_tag(env_dir: Path) -> str:
+    return f"{CACHE_REPO}:{environment_digest(env_dir)}"
+
+
+def _lock(tag: str) -> asyncio.Lock:
+    per_loop = _locks.setdefault(asyncio.get_running_loop(), {})
+    return per_loop.setdefault(tag, asyncio.Lock())
+
+
+async def build_cached_image(engine: str, env_dir: Path, *, force: bool = False, extra_args: list[str] | None = None,
+                             timeout: float = 1800) -> tuple[bool, str, str]:
+    """Build `env_dir` under its cache tag unless that image exists; (ok, tag, build output)."""
+    tag = cache_tag(env_dir)
+    async with _lock(tag):
+        if not force:
+            exists = await asyncio.create_subprocess_exec(engine, "image", "exists", tag,
+                                                          stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+            if await exists.wait() == 0:
+                return True, tag, ""
+        proc = await asyncio.create_subprocess_exec(
+            engine, "build", "--force-rm", "--label", f"{CACHE_LABEL}=1", "-t", tag, *(extra_args or []), str(env_dir),
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        )
+        try:
+            out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+        except (TimeoutError, asyncio.CancelledError):
+            proc.kill()
+            await proc.wait()
+            raise
+        return proc.returncode == 0, tag, out.decode(errors="replace")
+
+
 class ImageCache:
-    """One warm build per distinct environment; concurrent callers for the same one wait for it."""
+    """Warm the cache before a Harbor compose trial, whose own per-trial build then hits the cached layers."""
 
     def __init__(self, engine: str):
         self.engine = engine
-        self._builds: dict[str, asyncio.Task] = {}
 
     async def warm(self, task_dir: Path) -> None:
         env_dir = task_dir / "environment"
-        if not (env_dir / "Dockerfile").is_file():
-            return  # compose- or image-based tasks: Harbor builds or pulls them as they are
-        tag = f"{CACHE_REPO}:{environment_digest(env_dir)}"
-        if tag not in self._builds:
-            self._builds[tag] = asyncio.ensure_future(self._build(env_dir, tag))
-        await asyncio.shield(self._builds[tag])
-
-    async def _build(self, env_dir: Path, tag: str) -> None:
-        exists = await asyncio.create_subprocess_exec(
-            self.engine, "image", "exists", tag, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
-        )
-        if await exists.wait() == 0:
-            return
-        # A failed build is not an error here: the trial's own build fails the same way and Harbor reports it.
-        proc = await asyncio.create_subprocess_exec(
-            self.engine, "build", "-q", "-t", tag, str(env_dir),
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-        )
-        await proc.wait()
+        if (env_dir / "Dockerfile").is_file():
+            # A failed build is not an error here: the trial's own build fails the same way and reports it.
+            await build_cached_image(self.engine, env_dir)

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 
 from envevo.runtime import _cleanup
+from envevo.runtime._envs import resolve_env
 from envevo.runtime._image_cache import ImageCache
 from envevo.runtime._harbor import (
     AgentConfig,
@@ -100,10 +101,12 @@ def check_agent(spec: TrialSpec) -> None:
 
 
 def _environment_config(spec: TrialSpec) -> EnvironmentConfig:
-    if ":" in spec.env:
-        return EnvironmentConfig(import_path=spec.env)
-    extra = [_cleanup.overlay_compose_file()] if spec.env in _cleanup.LOCAL_ENGINES else []
-    return EnvironmentConfig(type=spec.env, extra_docker_compose=extra)
+    choice = resolve_env(spec.env, spec.task_dir)
+    if choice.import_path:
+        extra = [_cleanup.overlay_compose_file()] if choice.compose else []
+        return EnvironmentConfig(import_path=choice.import_path, extra_docker_compose=extra)
+    extra = [_cleanup.overlay_compose_file()] if choice.engine else []
+    return EnvironmentConfig(type=choice.harbor_type, extra_docker_compose=extra)
 
 
 def trial_config(spec: TrialSpec) -> TrialConfig:
@@ -251,7 +254,8 @@ async def run_trials(
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     gate = gate or asyncio.Semaphore(concurrency)
-    caches = {engine: ImageCache(engine) for engine in {s.env for s in specs} if engine in _cleanup.LOCAL_ENGINES}
+    # Harbor's own compose path rebuilds per trial; a warm cached build makes those builds layer hits.
+    caches = {s.env: ImageCache(resolve_env(s.env).engine) for s in specs if s.env.startswith("harbor:") and resolve_env(s.env).engine}
 
     async def one(i: int, spec: TrialSpec) -> TrialOutcome:
         for _attempt in range(retries + 1):

@@ -1,0 +1,85 @@
+"""Which environment runs a trial, from the user's `--env` and the task.
+
+- `podman` / `docker` (the default): envevo's own local environment for Dockerfile and prebuilt-image tasks,
+  Harbor's compose environment (with no-network enforcement) for compose tasks;
+- `harbor:podman` / `harbor:docker`: Harbor's own environments, unchanged (compose for every task);
+- any other Harbor type (daytona, modal, e2b, runloop, gke, …): passed through to Harbor;
+- `pkg.module:Class`: a custom Harbor environment.
+
+Harbor is not imported here: the list of its environment types is read lazily, only to check a name.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+from pydantic import BaseModel
+
+LOCAL_ENGINES = ("podman", "docker")
+COMPOSE_FILE = "docker-compose.yaml"  # the name Harbor's compose environments read
+_LOCAL = {
+    "podman": "envevo.runtime._local_env:PodmanLocalEnvironment",
+    "docker": "envevo.runtime._local_env:DockerLocalEnvironment",
+}
+_COMPOSE = {
+    "podman": "envevo.runtime._compose_env:PodmanComposeEnvironment",
+    "docker": "envevo.runtime._compose_env:DockerComposeEnvironment",
+}
+
+
+class EnvChoice(BaseModel):
+    """How a trial's environment is configured for Harbor: an import path or a Harbor type."""
+
+    import_path: str | None = None
+    harbor_type: str | None = None
+    engine: str | None = None  # the local engine behind it, if any
+    compose: bool = False
+
+
+@cache
+def harbor_types() -> tuple[str, ...]:
+    from harbor.models.environment_type import EnvironmentType
+
+    return tuple(sorted(t.value for t in EnvironmentType))
+
+
+def uses_compose(task_dir: Path | None) -> bool:
+    return task_dir is not None and (Path(task_dir) / "environment" / COMPOSE_FILE).is_file()
+
+
+def resolve_env(env: str, task_dir: Path | None = None) -> EnvChoice:
+    """The environment for `env` on `task_dir`; a ValueError (one line) for a name nothing can run."""
+    if env in LOCAL_ENGINES:
+        if uses_compose(task_dir):
+            return EnvChoice(import_path=_COMPOSE[env], engine=env, compose=True)
+        return EnvChoice(import_path=_LOCAL[env], engine=env)
+    if env.startswith("harbor:"):
+        name = env.removeprefix("harbor:")
+        if name not in harbor_types():
+            raise ValueError(f"unknown Harbor environment {name!r}; Harbor has: {', '.join(harbor_types())}")
+        return EnvChoice(harbor_type=name, engine=name if name in LOCAL_ENGINES else None, compose=name in LOCAL_ENGINES)
+    if ":" in env:
+        return EnvChoice(import_path=env)
+    if env in harbor_types():
+        return EnvChoice(harbor_type=env)
+    raise ValueError(
+        f"unknown --env {env!r}: use podman or docker (envevo's local sandbox), harbor:<type> for Harbor's own, "
+        f"a cloud environment ({', '.join(t for t in harbor_types() if t not in LOCAL_ENGINES)}), or pkg.module:Class"
+    )
+
+
+def check_env(env: str) -> str | None:
+    """Validate `env` before any trial starts: a name Harbor or envevo knows, or an importable custom class.
+
+    Returns the local engine behind it (podman or docker), or None for cloud and custom environments."""
+    choice = resolve_env(env)
+    if choice.import_path and env not in LOCAL_ENGINES:
+        module, _, cls = env.partition(":")
+        try:
+            import importlib
+
+            getattr(importlib.import_module(module), cls)
+        except (ImportError, AttributeError) as exc:
+            raise ValueError(f"cannot load the environment {env!r}: {exc}") from None
+    return choice.engine
