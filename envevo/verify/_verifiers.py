@@ -10,6 +10,17 @@ from pathlib import Path
 from typing import Protocol
 
 from envevo.runtime import ErrorKind, TrialOutcome, TrialSpec
+from envevo.verify._evidence import (
+    TrialLogs,
+    assess_test_log,
+    build_error,
+    pull_failure,
+    pull_hint,
+    pytest_failure_lines,
+    quote,
+    read_trial_logs,
+    tail,
+)
 from envevo.verify._verdict import VerifierReport
 
 
@@ -22,7 +33,55 @@ class TrialVerifier(Protocol):
 
 
 def _where(o: TrialOutcome) -> str:
-    return f" (logs: {o.trial_dir})" if o.trial_dir else ""
+    return f" (logs: {o.trial_dir})" if o.trial_dir else " (no trial dir: the trial never started)"
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  | " + ln for ln in text.splitlines())
+
+
+def _task_arg(o: TrialOutcome, logs: TrialLogs) -> str:
+    return logs.task_path or f"<task dir of {o.task}>"
+
+
+def explain_error(o: TrialOutcome, logs: TrialLogs | None = None) -> str:
+    """A trial that did not end in a clean reward: its kind, message, trial dir and the log lines that explain it.
+
+    - an image that cannot be pulled: the pull error and how to provide the image (doctor --fix, --image-map);
+    - a build failure: the build's error line with the lines before it, from environment/build.log,
+      exception.txt or the message itself;
+    - a verifier error or a missing reward: the tail of test-stdout.
+    """
+    logs = logs if logs is not None else read_trial_logs(o.trial_dir)
+    message = (o.error_message or "").strip()
+    text = f"{o.error_kind.value}: {message or '(no message)'}{_where(o)}"
+    if o.error_kind in (ErrorKind.ENVIRONMENT_BUILD_FAILURE, ErrorKind.INFRASTRUCTURE_ERROR):
+        pulled = pull_failure(logs.build_log, logs.exception, message, logs.trial_log)
+        if pulled:
+            text += f"\n{pull_hint(_task_arg(o, logs), pulled)}\npull error:\n{_indent(pulled)}"
+        elif o.error_kind is ErrorKind.ENVIRONMENT_BUILD_FAILURE:
+            for source, log in (("environment/build.log", logs.build_log), ("exception.txt", logs.exception),
+                                ("the error message", message)):
+                if line := build_error(log):
+                    text += f"\nbuild error, from {source}:\n{_indent(line)}"
+                    break
+            else:
+                if logs.build_log.strip():
+                    text += "\n" + quote(logs.build_log, 8, "environment/build.log")
+    elif o.error_kind in (ErrorKind.VERIFIER_ERROR, ErrorKind.REWARD_MISSING):
+        text += "\n" + quote(logs.test_stdout, 8)
+    elif o.error_kind in (ErrorKind.AGENT_ERROR, ErrorKind.AGENT_TIMEOUT) and logs.exception.strip():
+        text += "\n" + quote(logs.exception, 6, "exception.txt")
+    return text
+
+
+def explain_low_score(o: TrialOutcome, logs: TrialLogs | None = None) -> str:
+    """Why the tests scored the reference solution below 1.0: pytest's failing assertions, else the log tail."""
+    logs = logs if logs is not None else read_trial_logs(o.trial_dir)
+    failing = pytest_failure_lines(logs.test_stdout)
+    if failing:
+        return "failing tests:\n" + _indent("\n".join(failing))
+    return quote(logs.test_stdout, 8)
 
 
 class OracleVerifier:
@@ -42,9 +101,10 @@ class OracleVerifier:
         reasons = []
         for i, o in enumerate(runs, 1):
             if o.error_kind is not ErrorKind.OK:
-                reasons.append(f"run {i}/{len(runs)}: {o.error_kind.value}: {o.error_message}{_where(o)}")
+                reasons.append(f"run {i}/{len(runs)}: {explain_error(o)}")
             elif not o.passed:
-                reasons.append(f"run {i}/{len(runs)}: the reference solution scored {o.reward}, not 1.0{_where(o)}")
+                reasons.append(f"run {i}/{len(runs)}: the reference solution scored {o.reward}, not 1.0{_where(o)}\n"
+                               + explain_low_score(o))
         passes = sum(o.passed for o in runs)
         if reasons and 0 < passes < len(runs):
             reasons.insert(0, f"flaky: passed {passes} of {len(runs)} runs")
@@ -54,8 +114,16 @@ class OracleVerifier:
 class InvalidTestVerifier:
     """An empty solution (Harbor's nop agent) fails, and fails because of the tests.
 
-    The tests must run and write a reward of 0; a broken environment, a missing reward file or a
-    reward above 0 on an untouched environment all fail this verifier.
+    It passes only on evidence, read from the trial dir (see `envevo.verify._evidence`): the tests wrote
+    a reward of 0 and their log shows they ran and failed (a pytest or CTRF failure, a FAIL / not ok
+    line), or that they ran (pytest collected tests, PASS lines) before the script wrote the 0.
+
+    - a reward above 0 on an untouched environment fails: the tests do not test the task;
+    - a broken environment or a missing reward fails, except that a missing reward whose log shows the
+      runner never ran is inconclusive;
+    - a reward of 0 with a runner-never-ran signature (No module named pytest, uv: command not found,
+      no tests ran, the runner's download failing, …) or with no evidence at all (an empty log) is
+      inconclusive: neither a pass nor the task's fault as far as this verifier can tell.
     """
 
     name = "invalid_test"
@@ -64,12 +132,28 @@ class InvalidTestVerifier:
         return [TrialSpec(task_dir=task_dir, agent="nop", env=env, trials_dir=trials_dir)]
 
     def judge(self, runs: list[TrialOutcome]) -> VerifierReport:
-        reasons = []
+        reasons: list[str] = []
+        unknown: list[str] = []
         for o in runs:
+            logs = read_trial_logs(o.trial_dir)
+            evidence = assess_test_log(logs.test_stdout, logs.ctrf)
             if o.error_kind is ErrorKind.REWARD_MISSING:
-                reasons.append(f"the tests wrote no reward on an untouched environment: {o.error_message}{_where(o)}")
+                if evidence.kind == "not_ran":
+                    unknown.append(f"inconclusive: the tests wrote no reward and the test runner never ran: {evidence.detail}{_where(o)}\n"
+                                   + quote(logs.test_stdout))
+                else:
+                    reasons.append(f"the tests wrote no reward on an untouched environment: {explain_error(o, logs)}")
             elif o.error_kind is not ErrorKind.OK:
-                reasons.append(f"the empty solution did not fail on the tests but on {o.error_kind.value}: {o.error_message}{_where(o)}")
+                reasons.append(f"the empty solution did not fail on the tests but on {explain_error(o, logs)}")
             elif o.reward is None or o.reward > 0.0:
-                reasons.append(f"the tests pass on an untouched environment (reward {o.reward}); they do not test the task{_where(o)}")
-        return VerifierReport(name=self.name, passed=not reasons, reasons=reasons, runs=runs)
+                reasons.append(f"the tests pass on an untouched environment (reward {o.reward}); they do not test the task"
+                               f"{_where(o)}\n" + quote(logs.test_stdout, 8))
+            elif evidence.kind == "not_ran":
+                unknown.append(f"inconclusive: reward 0, but the test runner never ran: {evidence.detail}{_where(o)}\n"
+                               + quote(logs.test_stdout))
+            elif not evidence:
+                unknown.append(f"inconclusive: reward 0, but no evidence that the tests ran and failed: {evidence.detail}"
+                               f"{_where(o)}\n" + quote(logs.test_stdout))
+        inconclusive = bool(unknown) and not reasons
+        return VerifierReport(name=self.name, passed=not reasons and not unknown, inconclusive=inconclusive,
+                              reasons=reasons + unknown, runs=runs)
