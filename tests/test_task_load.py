@@ -195,3 +195,56 @@ def test_harbor_layout_without_task_toml_loads_with_defaults(tmp_path: Path) -> 
     task = load_task(src)
     assert task.source_format == "harbor" and task.config == {"schema_version": "1.4"}
     assert tomllib.loads(task.config_toml()) == {"schema_version": "1.4"}
+
+
+def _run_line(dockerfile: str) -> str:
+    """The envevo-added RUN instruction with its continuation lines joined, as the builder hands it to sh."""
+    start = dockerfile.index("RUN have()")
+    body, rest = [], dockerfile[start + len("RUN "):].splitlines()
+    for line in rest:
+        body.append(line.rstrip("\\").rstrip())
+        if not line.endswith("\\"):
+            break
+    return " ".join(body)
+
+
+def test_tb1_without_run_tests_installs_pytest_at_build_time() -> None:
+    import subprocess
+
+    task = load_task(FIXTURES / "tb1-compose")
+    dockerfile = task.read_text("environment/Dockerfile")
+    run = _run_line(dockerfile)
+    assert "apt-get install" in run and "python3-pytest" in run  # apt over http works in builds
+    assert "pip install" in run and "--break-system-packages" in run  # the PyPI fallback
+    assert run.rstrip().endswith("exit 0")  # an image that cannot get pytest still builds
+    assert subprocess.run(["sh", "-n", "-c", run]).returncode == 0
+    # the runner finds the build's pytest first; installing at test time is only the last resort
+    runner = task.read_text("tests/run-tests.sh")
+    assert runner.index("python3 -m pytest --version") < runner.index("pip install")
+    assert "pytest-3" in runner and subprocess.run(["bash", "-n", "-c", runner]).returncode == 0
+
+
+def test_tb1_with_its_own_run_tests_gets_no_build_time_install() -> None:
+    assert "pytest" not in load_task(FIXTURES / "tb1-basic").read_text("environment/Dockerfile")
+
+
+def test_tb1_pytest_install_runs_as_root_and_restores_the_user(tmp_path: Path) -> None:
+    src = shutil.copytree(FIXTURES / "tb1-compose", tmp_path / "t")
+    (src / "Dockerfile").write_text("FROM python:3.12-slim AS build\nUSER builder\nFROM python:3.12-slim\nUSER app\nWORKDIR /app\n")
+    dockerfile = load_task(src).read_text("environment/Dockerfile")
+    assert dockerfile.index("USER root") < dockerfile.index("RUN have()") < dockerfile.rindex("USER app")
+    (src / "Dockerfile").write_text("FROM python:3.12-slim AS build\nUSER builder\nFROM python:3.12-slim\n")
+    assert "USER root" not in load_task(src).read_text("environment/Dockerfile")
+
+
+def test_tb1_prebuilt_image_without_run_tests_gets_a_dockerfile(tmp_path: Path) -> None:
+    src = shutil.copytree(FIXTURES / "tb1-compose", tmp_path / "t")
+    (src / "Dockerfile").unlink()
+    compose = (src / "docker-compose.yaml").read_text()
+    (src / "docker-compose.yaml").write_text(
+        compose.replace("    build:\n      context: .\n      dockerfile: Dockerfile\n    image: ${T_BENCH_TASK_DOCKER_CLIENT_IMAGE_NAME}\n",
+                        "    image: python:3.12-slim\n"))
+    task = load_task(src)
+    assert task.read_text("environment/Dockerfile").startswith("FROM python:3.12-slim\n")
+    assert "python3-pytest" in task.read_text("environment/Dockerfile")
+    assert "docker_image" not in task.config.get("environment", {})

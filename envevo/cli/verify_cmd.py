@@ -89,14 +89,21 @@ def verify(
     if json_out:
         print_json([v.summary() for v in verdicts])
     else:
+        from rich.markup import escape
+
         table = Table(title=f"envevo verify ({env}, oracle ×{repeats}, {wall:.0f} s)")
-        for col in ("task", "ok", "oracle", "invalid-test", "reasons"):
+        for col in ("task", "status", "oracle", "invalid-test", "reasons"):
             table.add_column(col, overflow="fold")
-        mark = {True: "[green]pass[/]", False: "[bold red]FAIL[/]"}
+        status = {"ok": "[green]ok[/]", "fail": "[bold red]FAIL[/]", "inconclusive": "[yellow]inconclusive[/]"}
+
+        def mark(rep) -> str:  # one verifier: pass, FAIL, or inconclusive (no evidence either way)
+            return "[green]pass[/]" if rep.passed else status["inconclusive" if rep.inconclusive else "fail"]
+
         for v in verdicts:
+            notes = [f"substituted: {s}" for s in v.substitutions] + v.reasons
             table.add_row(
-                v.task, mark[v.ok], mark[v.reports["oracle"].passed], mark[v.reports["invalid_test"].passed],
-                "\n".join(v.reasons) or "-",
+                v.task, status[v.status], mark(v.reports["oracle"]), mark(v.reports["invalid_test"]),
+                escape("\n".join(notes)) or "-",
             )
         out.print(table)
         err.print(f"trial logs: {jobs}")

@@ -63,11 +63,46 @@ exit "$status"
 
 DEFAULT_RUN_TESTS = """#!/bin/bash
 # The TB1 task shipped no run-tests.sh; TB1's default runs pytest on tests/test_outputs.py.
-if ! python3 -m pytest --version >/dev/null 2>&1; then
-    python3 -m pip install -q pytest || python3 -m pip install -q --break-system-packages pytest
+# envevo's conversion installs pytest when the image is built (see environment/Dockerfile), so this
+# needs no network; it finds pytest wherever the build put it, and installs it only as a last resort.
+TESTS="$TEST_DIR/test_outputs.py"
+if python3 -m pytest --version >/dev/null 2>&1; then
+    exec python3 -m pytest "$TESTS" -rA
 fi
-python3 -m pytest "$TEST_DIR/test_outputs.py" -rA
+for runner in pytest pytest-3 py.test-3; do
+    if command -v "$runner" >/dev/null 2>&1; then
+        exec "$runner" "$TESTS" -rA
+    fi
+done
+if [ -x /usr/bin/python3 ] && /usr/bin/python3 -m pytest --version >/dev/null 2>&1; then
+    exec /usr/bin/python3 -m pytest "$TESTS" -rA  # the distro's pytest beside an image's own python3
+fi
+echo "envevo: pytest was not installed at build time; installing it now (needs network)" >&2
+python3 -m pip install -q pytest || python3 -m pip install -q --break-system-packages pytest
+python3 -m pytest "$TESTS" -rA
 """
+
+# Appended to the Dockerfile of a TB1 task without run-tests.sh: TB1's default runner (pytest) is
+# installed when the image is built, so the tests run without network. Package managers first (apt
+# over http works in builds where PyPI over https may not), pip as the fallback, apt again for images
+# whose own python3 (python:*-slim's /usr/local/bin/python3) is not the distro's. Nothing here may fail
+# the build: an image that cannot get pytest still builds, and run-tests.sh says what is missing.
+PYTEST_AT_BUILD = r"""RUN have() { python3 -m pytest --version >/dev/null 2>&1 || /usr/bin/python3 -m pytest --version >/dev/null 2>&1; }; \
+    distro() { \
+      if command -v apt-get >/dev/null 2>&1; then \
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-pytest; \
+          rm -rf /var/lib/apt/lists/*; } >/dev/null 2>&1; \
+      elif command -v apk >/dev/null 2>&1; then apk add --no-cache -q py3-pytest >/dev/null 2>&1; \
+      elif command -v dnf >/dev/null 2>&1; then dnf install -y -q python3-pytest >/dev/null 2>&1; \
+      fi; }; \
+    pypi() { python3 -m pip install -q --retries 1 --timeout 20 pytest >/dev/null 2>&1 \
+      || python3 -m pip install -q --retries 1 --timeout 20 --break-system-packages pytest >/dev/null 2>&1; }; \
+    python3 -m pytest --version >/dev/null 2>&1 && exit 0; \
+    case "$(command -v python3)" in /usr/bin/python3|"") distro ;; esac; \
+    python3 -m pytest --version >/dev/null 2>&1 || pypi; \
+    have || distro; \
+    have || echo "envevo: could not install pytest at build time; the tests will try at test time" >&2; \
+    exit 0"""
 
 
 def convert_tb1(files: dict[str, TaskFile], root: Path) -> Task:
@@ -79,7 +114,8 @@ def convert_tb1(files: dict[str, TaskFile], root: Path) -> Task:
     instruction = _instruction(spec, where)
     out["instruction.md"] = TaskFile(data=(instruction if instruction.endswith("\n") else instruction + "\n").encode())
 
-    docker_image = _convert_environment(files, out, where)
+    # No run-tests.sh means TB1's default runner, pytest: install it at build time, not at test time.
+    docker_image = _convert_environment(files, out, where, pytest_at_build="run-tests.sh" not in files)
     _convert_tests(files, out, where)
     _convert_solution(files, out, where)
 
@@ -138,8 +174,14 @@ def _seconds(spec: dict[str, Any], key: str, default: float, where: str) -> floa
 # ---- environment ----------------------------------------------------------------------------
 
 
-def _convert_environment(files: dict[str, TaskFile], out: dict[str, TaskFile], where: str) -> str | None:
-    """Fill environment/ and return a prebuilt docker_image when the task has no Dockerfile."""
+def _convert_environment(
+    files: dict[str, TaskFile], out: dict[str, TaskFile], where: str, pytest_at_build: bool = False
+) -> str | None:
+    """Fill environment/ and return a prebuilt docker_image when the task has no Dockerfile.
+
+    With `pytest_at_build`, the Dockerfile also installs pytest; a prebuilt image then gets a
+    Dockerfile of its own (FROM the image), since only a build can add the runner.
+    """
     compose_name = next((n for n in ("docker-compose.yaml", "docker-compose.yml") if n in files), None)
     compose: dict[str, Any] = {}
     if compose_name:
@@ -187,7 +229,10 @@ def _convert_environment(files: dict[str, TaskFile], out: dict[str, TaskFile], w
             out.pop(f"environment/{rel_in_env}", None)
         if not ctx:
             _copy_referenced(text, files, out)
-        out["environment/Dockerfile"] = TaskFile(data=_dockerfile_with(text, main).encode())
+        out["environment/Dockerfile"] = TaskFile(data=_dockerfile_with(text, main, pytest_at_build).encode())
+        prebuilt = None
+    elif prebuilt is not None and pytest_at_build:
+        out["environment/Dockerfile"] = TaskFile(data=_dockerfile_with(f"FROM {prebuilt}\n", main, True).encode())
         prebuilt = None
     elif prebuilt is None:
         raise TaskError(
@@ -218,8 +263,20 @@ def _copy_referenced(dockerfile: str, files: dict[str, TaskFile], out: dict[str,
                     out[f"environment/{path}"] = f
 
 
-def _dockerfile_with(text: str, service: dict[str, Any]) -> str:
-    """Fold the compose settings Harbor's compose base does not carry into the Dockerfile."""
+def _last_user(dockerfile: str) -> str | None:
+    """The USER the image's final stage ends with, if the Dockerfile sets one."""
+    user = None
+    for line in dockerfile.splitlines():
+        tokens = line.split()
+        if tokens and tokens[0].upper() == "FROM":
+            user = None
+        elif len(tokens) >= 2 and tokens[0].upper() == "USER":
+            user = tokens[1]
+    return user
+
+
+def _dockerfile_with(text: str, service: dict[str, Any], pytest_at_build: bool = False) -> str:
+    """Fold the compose settings Harbor's compose base does not carry into the Dockerfile (and pytest, if asked)."""
     additions = ["ENV TEST_DIR=/tests"]
     env = service.get("environment")
     items: list[str] = []
@@ -238,6 +295,12 @@ def _dockerfile_with(text: str, service: dict[str, Any]) -> str:
     expose = service.get("expose")
     for port in expose if isinstance(expose, list) else ([expose] if expose is not None else []):
         additions.append(f"EXPOSE {port}")
+    if pytest_at_build:
+        user = _last_user(text)
+        if user and user not in ("root", "0", "0:0"):
+            additions += ["USER root", PYTEST_AT_BUILD, f"USER {user}"]
+        else:
+            additions.append(PYTEST_AT_BUILD)
     entrypoint = service.get("entrypoint")
     if entrypoint is not None:
         additions.append(f"ENTRYPOINT {json.dumps(entrypoint if isinstance(entrypoint, list) else shlex.split(str(entrypoint)))}")
