@@ -231,6 +231,17 @@ def test_build_failure_reason_has_the_build_log_line(tmp_path):
     assert "E: Unable to locate package no-such-pkg" in reason and "environment/build.log" in reason
 
 
+def test_build_log_of_a_service_below_environment_is_read(tmp_path):
+    line = ("Error: creating build container: initializing source docker://ghcr.io/laude-institute/t-bench/"
+            "ubuntu-24-04:20250624: pinging container registry ghcr.io: dial tcp: lookup ghcr.io: no such host")
+    d = trial(tmp_path, None, reward=None, environment__env__build_log=f"STEP 1/5: FROM x\n{line}\n")
+    assert read_trial_logs(d).build_log.strip().endswith("no such host")
+    o = outcome(d, None, ErrorKind.ENVIRONMENT_BUILD_FAILURE, "SandboxBuildFailedError: building failed", agent="oracle")
+    reason = OracleVerifier(repeats=1).judge([o]).reasons[0]
+    assert "doctor --fix" in reason and "--image-map ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624=" in reason
+    assert line in reason
+
+
 def test_build_failure_from_the_message_alone(tmp_path):
     msg = ("RuntimeError: Docker compose command failed … #6 ERROR: process \"/bin/sh -c make\" did not complete "
            "successfully: exit code: 2")

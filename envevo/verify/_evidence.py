@@ -9,7 +9,7 @@ A Harbor trial dir holds (any of them may be missing)::
     verifier/test-stderr.txt   stderr, when an environment keeps it apart
     verifier/reward.txt | reward.json
     verifier/ctrf.json         a CTRF report, when the tests write one
-    environment/build.log      the image build's output (envevo's own runtime)
+    environment/build.log      the image build's output (envevo's own runtime; or environment/*/build.log)
     exception.txt, trial.log, result.json
 
 Evidence that the tests ran and failed (any one suffices; `failure_evidence`):
@@ -43,7 +43,7 @@ from pathlib import Path
 TEST_STDOUT = "verifier/test-stdout.txt"
 TEST_STDERR = "verifier/test-stderr.txt"
 CTRF = "verifier/ctrf.json"
-BUILD_LOG = "environment/build.log"
+BUILD_LOG = "environment/build.log"  # also found deeper: environment/<service>/build.log
 TAIL_LINES = 20
 _MAX_LINE = 300  # characters kept of any one quoted line
 
@@ -109,6 +109,15 @@ def read_reward(verifier_dir: Path) -> float | None:
     return None
 
 
+def _build_logs(trial_dir: Path) -> str:
+    """environment/build.log, then any build.log below environment/ (one per built service), joined."""
+    paths = [trial_dir / BUILD_LOG]
+    env_dir = trial_dir / "environment"
+    if env_dir.is_dir():
+        paths += sorted(p for p in env_dir.rglob("build.log") if p != paths[0])
+    return "\n".join(t for t in (_read(p) for p in paths) if t.strip())
+
+
 def read_trial_logs(trial_dir: Path | None) -> TrialLogs:
     """Everything `judge` needs from a trial dir; a missing dir gives empty logs, never an error."""
     if trial_dir is None:
@@ -124,7 +133,7 @@ def read_trial_logs(trial_dir: Path | None) -> TrialLogs:
         ctrf=_read_json(trial_dir / CTRF),
         reward=read_reward(trial_dir / "verifier"),
         exception=_read(trial_dir / "exception.txt"),
-        build_log=_read(trial_dir / BUILD_LOG),
+        build_log=_build_logs(trial_dir),
         trial_log=_read(trial_dir / "trial.log"),
         result=_read_json(trial_dir / "result.json") or {},
     )
