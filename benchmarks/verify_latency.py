@@ -1,11 +1,13 @@
 """Verification latency of one seed against the floor of the same container work.
 
-envevo: `verify_tasks` on one task: oracle ×2 and nop, in parallel, through Harbor.
-floor:  the same three runs with bare podman: run a container from the already-built image, copy the
-        solution and tests in, run solve.sh (oracle runs only) and test.sh, read the reward, remove it.
+default: `verify_tasks` on one task with `--env podman`: oracle ×2 and nop, in parallel, through Harbor's trial
+         loop on envevo's own local environment (envevo/runtime/_local_env.py).
+harbor:  the same with `--env harbor:podman`: Harbor's own podman environment (Compose for every trial).
+floor:   the same three runs with bare podman: run a container from the already-built image, copy the
+         solution and tests in, run solve.sh (oracle runs only) and test.sh, read the reward, remove it.
 
-Both sides run warm (the image is built first, untimed) and side by side in one process, alternating,
-so machine noise hits both. Prints the medians and the ratio envevo / floor.
+All sides run warm (images built first, untimed) and side by side in one process, in turn, so machine noise
+hits all of them. Prints the medians and the ratios to the floor.
 
     python benchmarks/verify_latency.py [TASK_DIR] [--rounds N] [--json]
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -49,7 +52,7 @@ async def floor_run(image: str, task: Path, oracle: bool) -> float:
         out, _ = await proc.communicate()
         return out.decode().strip()
 
-    cid = await run(ENGINE, "run", "-d", "--stop-signal", "SIGKILL", image, "sleep", "infinity")
+    cid = await run(ENGINE, "run", "-d", "--network=none", "--stop-signal", "SIGKILL", image, "sleep", "infinity")
     try:
         await run(ENGINE, "exec", cid, "mkdir", "-p", "/logs/verifier", "/logs/agent")
         if oracle:
@@ -72,9 +75,9 @@ async def floor(image: str, task: Path) -> float:
     return time.monotonic() - t0
 
 
-async def envevo_verify(task: Path, jobs: Path) -> float:
+async def envevo_verify(task: Path, jobs: Path, env: str = ENGINE) -> float:
     t0 = time.monotonic()
-    (verdict,) = await verify_tasks([(task.name, task)], jobs, env=ENGINE, concurrency=3)
+    (verdict,) = await verify_tasks([(task.name, task)], jobs, env=env, concurrency=3)
     if not verdict.ok:
         raise SystemExit(f"{task.name} did not verify: {verdict.reasons}")
     return time.monotonic() - t0
@@ -84,21 +87,32 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("task", nargs="?", type=Path, default=ROOT / "examples" / "seeds" / "csv-etl")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--no-harbor", action="store_true", help="skip Harbor's own podman path (slow)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     activate()
     task = args.task.resolve()
     image = build_image(task)
-    ours, base = [], []
+    ours, base, harbor = [], [], []
 
     async def rounds(tmp: Path) -> None:
         # One event loop for the whole run: Harbor keeps loop-bound locks at module level.
         await envevo_verify(task, tmp / "warmup")  # warms envevo's image cache; untimed
+        if not args.no_harbor:
+            await envevo_verify(public, tmp / "warmup-h", env=f"harbor:{ENGINE}")
         for i in range(args.rounds):
             base.append(await floor(image, task))
             ours.append(await envevo_verify(task, tmp / f"r{i}"))
+            if not args.no_harbor:
+                harbor.append(await envevo_verify(public, tmp / f"h{i}", env=f"harbor:{ENGINE}"))
 
     with tempfile.TemporaryDirectory() as tmp:
+        # Harbor's podman environment rejects no-network tasks, so its side runs a copy with internet on.
+        public = Path(tmp) / "public" / task.name
+        shutil.copytree(task, public)
+        toml = public / "task.toml"
+        toml.write_text("\n".join(line for line in toml.read_text().splitlines()
+                                  if not line.replace(" ", "").startswith(("network_mode=", "allow_internet="))) + "\n")
         asyncio.run(rounds(Path(tmp)))
     result = {
         "task": task.name,
@@ -109,13 +123,19 @@ def main() -> None:
         "envevo_all_s": [round(x, 2) for x in ours],
         "floor_all_s": [round(x, 2) for x in base],
     }
+    if harbor:
+        result |= {"harbor_podman_s": round(statistics.median(harbor), 2),
+                   "harbor_ratio": round(statistics.median(harbor) / statistics.median(base), 2),
+                   "harbor_all_s": [round(x, 2) for x in harbor]}
     if args.json:
         print(json.dumps(result))
     else:
         print(f"task {task.name}: oracle x2 + nop in parallel, median of {args.rounds} rounds")
-        print(f"  envevo verify : {result['envevo_verify_s']:6.2f} s   {result['envevo_all_s']}")
-        print(f"  podman floor  : {result['floor_s']:6.2f} s   {result['floor_all_s']}")
-        print(f"  ratio         : {result['ratio']:6.2f}x")
+        print(f"  envevo verify (default) : {result['envevo_verify_s']:6.2f} s   {result['envevo_all_s']}   {result['ratio']:.2f}x floor")
+        if harbor:
+            print(f"  harbor:podman           : {result['harbor_podman_s']:6.2f} s   {result['harbor_all_s']}   "
+                  f"{result['harbor_ratio']:.2f}x floor")
+        print(f"  podman floor            : {result['floor_s']:6.2f} s   {result['floor_all_s']}")
 
 
 if __name__ == "__main__":

@@ -94,9 +94,9 @@ def test_procedural_and_seed_summaries_are_evidence():
 
 def test_ctrf_report_with_a_failed_test_passes_invalid_test(tmp_path):
     ctrf = {"results": {"tool": {"name": "pytest"}, "summary": {"tests": 2, "passed": 1, "failed": 1}}}
-    rep = judge_nop(trial(tmp_path, "", verifier__ctrf_json="x"))
+    rep = judge_nop(trial(tmp_path, "", reward=None, verifier__ctrf_json="x"))
     assert rep.inconclusive  # a non-JSON ctrf file is no evidence
-    d = trial(tmp_path, "", name="t2")
+    d = trial(tmp_path, "", reward=None, name="t2")
     (d / "verifier" / "ctrf.json").write_text(json.dumps(ctrf))
     assert judge_nop(d).passed
 
@@ -132,11 +132,22 @@ def test_no_module_named_pytest_and_uv_not_found_are_inconclusive(tmp_path):
         assert "never ran" in rep.reasons[0] and text in rep.reasons[0]
 
 
-def test_reward_zero_with_empty_stdout_is_inconclusive(tmp_path):
-    d = trial(tmp_path, "")
+def test_a_silent_check_that_wrote_reward_zero_passes(tmp_path):
+    # `if [ "$(cat /app/x)" = 42 ]; then echo 1; else echo 0; fi > reward.txt` prints nothing: the reward file itself
+    # is the evidence (Harbor deletes reward files before the verifier runs), as long as no runner error shows.
+    assert judge_nop(trial(tmp_path, "")).passed
+    assert judge_nop(trial(tmp_path, "wrong answer\n", name="t2")).passed
+
+
+def test_reward_zero_without_a_reward_file_and_without_results_is_inconclusive(tmp_path):
+    d = trial(tmp_path, "", reward=None)
     rep = judge_nop(d)
     assert not rep.passed and rep.inconclusive
     assert "no evidence" in rep.reasons[0] and "empty" in rep.reasons[0] and str(d) in rep.reasons[0]
+
+
+def test_a_plain_python_assert_is_evidence_of_failure():
+    assert failure_evidence("Traceback (most recent call last):\n  File \"/tests/t.py\", line 3\nAssertionError: want 42\n")
 
 
 def test_missing_trial_dir_is_inconclusive_not_a_pass(tmp_path):
@@ -145,7 +156,7 @@ def test_missing_trial_dir_is_inconclusive_not_a_pass(tmp_path):
 
 
 def test_reward_zero_with_unrecognised_output_is_inconclusive(tmp_path):
-    rep = judge_nop(trial(tmp_path, "installing…\ndone\n"))
+    rep = judge_nop(trial(tmp_path, "installing…\ndone\n", reward=None))
     assert rep.inconclusive and "no test results" in rep.reasons[0]
 
 

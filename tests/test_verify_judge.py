@@ -37,8 +37,11 @@ def test_oracle_needs_at_least_one_repeat():
         OracleVerifier(repeats=0)
 
 
-def test_invalid_test_passes_when_nop_scores_zero():
-    assert InvalidTestVerifier().judge([outcome(0.0, agent="nop")]).passed
+def test_invalid_test_does_not_pass_on_a_zero_it_cannot_back_with_logs():
+    # /tmp/x holds no test log and no reward file: nothing shows the tests ran (tests/test_verify_evidence.py
+    # covers the evidence that does pass).
+    report = InvalidTestVerifier().judge([outcome(0.0, agent="nop")])
+    assert not report.passed and report.inconclusive
 
 
 def test_invalid_test_fails_when_tests_pass_untouched():

@@ -30,26 +30,29 @@ def expand_task_args(paths: list[Path]) -> list[Path]:
 
 
 def preflight(env: str) -> None:
-    """Fail in one line before any work when a local engine is clearly unusable."""
+    """Fail in one line before any work: an unknown --env, or a local engine that is clearly unusable."""
     import shutil
 
+    from envevo.runtime import check_env
     from envevo.sandbox import activate
 
     activate()
-    if env in ("podman", "docker") and shutil.which(env) is None:
-        raise UserError(f"{env} is not installed: run 'envevo doctor --fix --env {env}'")
-    if env == "podman" and shutil.which("podman-compose") is None:
-        raise UserError("podman-compose is not on PATH: run 'envevo doctor --fix'")
-    if env in ("podman", "docker"):
+    try:
+        engine = check_env(env)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    if engine and shutil.which(engine) is None:
+        raise UserError(f"{engine} is not installed: run 'envevo doctor --fix --env {engine}'")
+    if engine:
         from envevo.runtime import sweep_orphans
 
-        sweep_orphans(env)  # sandboxes left by a killed envevo process on this host
+        sweep_orphans(engine)  # sandboxes left by a killed envevo process on this host
 
 
 @user_errors
 def verify(
     tasks: list[Path] = typer.Argument(..., help="Task dirs (Harbor or Terminal-Bench 1), or folders of tasks."),
-    env: str = typer.Option("podman", "--env", help="Harbor environment: podman, docker, daytona, modal, … or pkg.mod:Class."),
+    env: str = typer.Option("podman", "--env", help="podman or docker (envevo's local sandbox), harbor:podman for Harbor's own, a cloud environment (daytona, modal, e2b, …) or pkg.mod:Class."),
     repeats: int = typer.Option(2, "--repeats", min=1, help="Oracle runs per task; all must reach reward 1.0."),
     concurrency: int = typer.Option(3, "--concurrency", min=1, help="Trials running at once."),
     image_map: list[str] = typer.Option([], "--image-map", help="Rewrite a base image, e.g. ubuntu:24.04=registry.local/ubuntu:24.04 (repeatable)."),
@@ -72,7 +75,13 @@ def verify(
     jobs = (jobs_dir or Path("jobs") / f"verify-{datetime.now():%Y%m%d-%H%M%S}").resolve()
     jobs.mkdir(parents=True, exist_ok=True)
     # TB1 tasks and image maps need a converted copy; Harbor tasks without a map run in place.
-    runnable = [(t.name, prepare_runnable(t, mapping, jobs / "_tasks")) for t in loaded]
+    # Local engines: digest-pinned / mirror-prefixed references go to local stand-ins, each stated.
+    from envevo.sandbox import standins_for
+
+    engine = env.removeprefix("harbor:")
+    standins = {t.name: standins_for(t, engine) for t in loaded} if engine in ("podman", "docker") else {}
+    runnable = [(t.name, prepare_runnable(t, standins[t.name][0].merged(mapping) if standins else mapping, jobs / "_tasks"))
+                for t in loaded]
 
     verifiers = default_verifiers(repeats)
     total = len(runnable) * sum(len(v.trial_specs(Path("."), env, jobs)) for v in verifiers)
@@ -85,6 +94,8 @@ def verify(
             )
         )
     wall = time.monotonic() - t0
+    for v in verdicts:
+        v.substitutions = standins[v.task][1] if v.task in standins else []
 
     if json_out:
         print_json([v.summary() for v in verdicts])

@@ -58,6 +58,9 @@ class LocalContainerEnvironment(BaseEnvironment):
     def __init__(self, *args: Any, **kwargs: Any):
         self._container: str | None = None
         self._notes: list[str] = []
+        # Bind the trial's log dirs (/logs/agent, /logs/verifier, /logs/artifacts) to the host: Harbor then reads
+        # them in place instead of copying each out after every phase, which is most of a trial's engine calls.
+        kwargs.setdefault("auto_mounting", True)
         super().__init__(*args, **kwargs)
 
     # -- what this environment is ---------------------------------------------------------------
@@ -167,7 +170,10 @@ class LocalContainerEnvironment(BaseEnvironment):
         if image != str(self.task_env_config.docker_image or ""):
             self._note(f"image {image} built from {self._dockerfile}")
         await self._upload_environment_dir_after_start()
-        await self.ensure_dirs(self._mount_targets(writable_only=True))
+        bound = {m["target"] for m in self._host_mounts if m.get("type") == "bind"}
+        unbound = [t for t in self._mount_targets(writable_only=True) if t not in bound]
+        if unbound:  # bind-mounted dirs exist already, and Harbor opens their host side to every user
+            await self.ensure_dirs(unbound)
 
     async def stop(self, delete: bool) -> None:
         if self._container is None:
@@ -208,14 +214,20 @@ class LocalContainerEnvironment(BaseEnvironment):
         if code != 0:
             raise RuntimeError(f"{self.engine} cp {source} {target} failed: {(err or out).strip()[-300:]}")
 
+    async def _cp_in(self, source: str, target: str, make_dir: str) -> None:
+        # `cp` creates the target itself when its parent exists, the usual case (/tests, /solution): try that
+        # first and create the parents only when it fails, which saves an engine call per upload.
+        try:
+            await self._cp(source, f"{self._require()}:{target}")
+        except RuntimeError:
+            await self.exec(f"mkdir -p {shlex.quote(make_dir)}", user="root", timeout_sec=60)
+            await self._cp(source, f"{self._require()}:{target}")
+
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
-        parent = str(Path(target_path).parent)
-        await self.exec(f"mkdir -p {shlex.quote(parent)}", user="root", timeout_sec=60)
-        await self._cp(str(source_path), f"{self._require()}:{target_path}")
+        await self._cp_in(str(source_path), target_path, str(Path(target_path).parent))
 
     async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
-        await self.exec(f"mkdir -p {shlex.quote(target_dir)}", user="root", timeout_sec=60)
-        await self._cp(f"{Path(source_dir)}/.", f"{self._require()}:{target_dir}")
+        await self._cp_in(f"{Path(source_dir)}/.", target_dir, target_dir)
 
     async def download_file(self, source_path: str, target_path: Path | str) -> None:
         Path(target_path).parent.mkdir(parents=True, exist_ok=True)

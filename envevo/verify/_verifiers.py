@@ -122,8 +122,11 @@ class InvalidTestVerifier:
     - a broken environment or a missing reward fails, except that a missing reward whose log shows the
       runner never ran is inconclusive;
     - a reward of 0 with a runner-never-ran signature (No module named pytest, uv: command not found,
-      no tests ran, the runner's download failing, …) or with no evidence at all (an empty log) is
-      inconclusive: neither a pass nor the task's fault as far as this verifier can tell.
+      no tests ran, the runner's download failing, …) is inconclusive: neither a pass nor the task's fault
+      as far as this verifier can tell;
+    - a reward file of 0 that the tests wrote, with no results in their log but no runner error either
+      (a silent shell check), passes: Harbor deletes reward files before the verifier runs, so the tests
+      wrote it after they ran. Without such a file there is no evidence, and the verdict is inconclusive.
     """
 
     name = "invalid_test"
@@ -151,9 +154,11 @@ class InvalidTestVerifier:
             elif evidence.kind == "not_ran":
                 unknown.append(f"inconclusive: reward 0, but the test runner never ran: {evidence.detail}{_where(o)}\n"
                                + quote(logs.test_stdout))
-            elif not evidence:
+            elif not evidence and logs.reward is None:
                 unknown.append(f"inconclusive: reward 0, but no evidence that the tests ran and failed: {evidence.detail}"
                                f"{_where(o)}\n" + quote(logs.test_stdout))
+            # Otherwise the tests wrote the 0 themselves (Harbor removes reward files before the verifier runs)
+            # and nothing in their log says the runner failed to start: a plain shell check that prints nothing.
         inconclusive = bool(unknown) and not reasons
         return VerifierReport(name=self.name, passed=not reasons and not unknown, inconclusive=inconclusive,
                               reasons=reasons + unknown, runs=runs)

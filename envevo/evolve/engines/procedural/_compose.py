@@ -111,7 +111,8 @@ def compose(chain: Chain) -> Task:
         },
         "verifier": {"timeout_sec": 180.0},
         "agent": {"timeout_sec": float(600 + 300 * chain.L)},
-        "environment": {"build_timeout_sec": 900.0},
+        # Procedural tasks need no network (current Harbor spelling of `allow_internet = false`).
+        "environment": {"build_timeout_sec": 900.0, "network_mode": "no-network"},
     })
     return task
 
