@@ -298,3 +298,14 @@ def test_verdict_status_reflects_inconclusive(tmp_path):
     v = Verdict(task="t", task_dir=tmp_path, ok=oracle.passed and nop.passed, reports={"oracle": oracle, "invalid_test": nop})
     assert v.status == "inconclusive"
     assert v.summary()["invalid_test"]["inconclusive"] is True
+
+
+def test_oracle_whose_tests_never_ran_is_inconclusive_not_failed(tmp_path):
+    d = trial(tmp_path, "/tests/test.sh: line 8: uvx: command not found\n")
+    rep = OracleVerifier(repeats=1).judge([outcome(d, agent="oracle")])
+    assert not rep.passed and rep.inconclusive
+    assert "never ran" in rep.reasons[0] and "uvx: command not found" in rep.reasons[0] and str(d) in rep.reasons[0]
+    # A real low score next to it is a failure, whatever the other run says.
+    d2 = trial(tmp_path, "FAIL answer\n", name="t2")
+    rep = OracleVerifier(repeats=2).judge([outcome(d, agent="oracle"), outcome(d2, agent="oracle")])
+    assert not rep.passed and not rep.inconclusive

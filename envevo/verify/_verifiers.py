@@ -98,17 +98,29 @@ class OracleVerifier:
         return [TrialSpec(task_dir=task_dir, agent="oracle", env=env, trials_dir=trials_dir) for _ in range(self.repeats)]
 
     def judge(self, runs: list[TrialOutcome]) -> VerifierReport:
-        reasons = []
+        reasons: list[str] = []
+        unknown: list[str] = []  # the tests never ran, so the low score says nothing about the solution
         for i, o in enumerate(runs, 1):
-            if o.error_kind is not ErrorKind.OK:
+            if o.error_kind is not ErrorKind.OK and o.error_kind is not ErrorKind.REWARD_MISSING:
                 reasons.append(f"run {i}/{len(runs)}: {explain_error(o)}")
-            elif not o.passed:
+                continue
+            if o.passed:
+                continue
+            logs = read_trial_logs(o.trial_dir)
+            evidence = assess_test_log(logs.test_stdout, logs.ctrf)
+            if evidence.kind == "not_ran":
+                unknown.append(f"run {i}/{len(runs)}: inconclusive: the test runner never ran, so the reference solution "
+                               f"was not tested: {evidence.detail}{_where(o)}\n" + quote(logs.test_stdout))
+            elif o.error_kind is ErrorKind.REWARD_MISSING:
+                reasons.append(f"run {i}/{len(runs)}: {explain_error(o, logs)}")
+            else:
                 reasons.append(f"run {i}/{len(runs)}: the reference solution scored {o.reward}, not 1.0{_where(o)}\n"
-                               + explain_low_score(o))
+                               + explain_low_score(o, logs))
         passes = sum(o.passed for o in runs)
         if reasons and 0 < passes < len(runs):
             reasons.insert(0, f"flaky: passed {passes} of {len(runs)} runs")
-        return VerifierReport(name=self.name, passed=not reasons, reasons=reasons, runs=runs)
+        return VerifierReport(name=self.name, passed=not reasons and not unknown, inconclusive=bool(unknown) and not reasons,
+                              reasons=reasons + unknown, runs=runs)
 
 
 class InvalidTestVerifier:
