@@ -202,3 +202,14 @@ def test_prepare_runnable_copies_mapped_tb1_and_edited_tasks(tmp_path: Path) -> 
     edited.write("instruction.md", "Changed.\n")
     path = prepare_runnable(edited, None, tmp_path / "runs")
     assert path != FIXTURES / "harbor-basic" and (path / "instruction.md").read_text() == "Changed.\n"
+
+
+def test_task_images_resolves_global_arg_defaults_and_crlf() -> None:
+    from envevo.task import Task
+    from envevo.task._files import TaskFile
+
+    dockerfile = b"ARG BASE=python:3.12-slim\r\nARG TAG\r\nFROM ${BASE} AS build\r\nFROM ubuntu:${TAG:-24.04}\r\nFROM $TAG\r\nFROM scratch\r\n"
+    task = Task(files={"environment/Dockerfile": TaskFile(data=dockerfile), "instruction.md": TaskFile(data=b"x\n")})
+    assert task_images(task) == ["python:3.12-slim", "ubuntu:24.04"]
+    rewritten = rewrite_dockerfile(dockerfile.decode(), image_map_from_specs(["python:3.12-slim=docker.io/library/python:3.12-slim"]))
+    assert rewritten.startswith("ARG BASE=docker.io/library/python:3.12-slim\r\n")  # CRLF kept

@@ -1,4 +1,4 @@
-"""`envevo doctor`: check and repair the local sandbox."""
+"""`envevo doctor`: check and repair the local sandbox; stand-ins, host-CA trust and the image budget."""
 
 from __future__ import annotations
 
@@ -8,39 +8,99 @@ import typer
 from rich.table import Table
 
 from envevo.cli._common import err, out, print_json, user_errors
-from envevo.sandbox import Doctor, Status, images_of
+from envevo.sandbox import Doctor, Status, images_of, task_dirs_of
 
-_STYLE = {Status.OK: "green", Status.FIXED: "yellow", Status.FAIL: "bold red"}
+_STYLE = {Status.OK: "green", Status.FIXED: "yellow", Status.WARN: "yellow", Status.FAIL: "bold red"}
+
+
+def _substitutions(task_dirs: list[Path], engine: str) -> dict[str, list[str]]:
+    """Per task, the stand-ins a local run uses, each stated (tasks that do not load are skipped)."""
+    from envevo.errors import TaskError
+    from envevo.sandbox import standins_for
+    from envevo.task import load_task
+
+    found: dict[str, list[str]] = {}
+    for d in task_dirs:
+        try:
+            task = load_task(d)
+        except TaskError:
+            continue
+        _, lines = standins_for(task, engine)
+        if lines:
+            found[task.name] = lines
+    return found
 
 
 @user_errors
 def doctor(
-    fix: bool = typer.Option(False, "--fix", help="Repair what is missing: packages, compose, containers.conf, base images."),
+    fix: bool = typer.Option(False, "--fix", help="Repair what is missing: packages, compose, containers.conf, base images and stand-ins."),
     env: str = typer.Option("podman", "--env", help="Local sandbox engine: podman or docker."),
-    tasks: list[Path] = typer.Option([], "--tasks", help="Task dirs whose Dockerfile base images must exist (repeatable)."),
+    tasks: list[Path] = typer.Option([], "--tasks", help="Task dirs (Harbor or Terminal-Bench 1) or folders of tasks whose base images must exist (repeatable)."),
     image: list[str] = typer.Option([], "--image", help="Extra base image that must exist (repeatable)."),
+    trust_host_ca: bool = typer.Option(False, "--trust-host-ca", help="Behind a TLS-intercepting proxy: let builds and containers trust the host's CA bundle."),
+    prune: bool = typer.Option(False, "--prune", help="Remove envevo's cache images (oldest first) and dangling build leftovers, then exit."),
+    older_than: float | None = typer.Option(None, "--older-than", min=0, help="With --prune: only cache images built more than DAYS ago."),
+    max_gb: float | None = typer.Option(None, "--max-gb", min=0, help="With --prune: remove the oldest cache images until image storage is under G GB."),
+    prune_standins: bool = typer.Option(False, "--prune-standins", help="With --prune: stand-in images may go too."),
     json_out: bool = typer.Option(False, "--json", help="Print the checks as JSON."),
 ) -> None:
     """Check that envevo can run sandboxes here; with --fix, repair it. Idempotent and fast when healthy."""
-    task_dirs = [c for t in tasks for c in ([t] if (t / "environment").is_dir() else sorted(t.iterdir()) if t.is_dir() else [t])]
+    from envevo.errors import UserError
+
+    if prune:
+        _prune(env, older_than, max_gb, prune_standins, json_out)
+        return
+    if older_than is not None or max_gb is not None or prune_standins:
+        raise UserError("--older-than, --max-gb and --prune-standins go with --prune")
+    missing = [t for t in tasks if not t.exists()]
+    if missing:
+        raise UserError(f"task path {missing[0]} does not exist")
+    task_dirs = task_dirs_of(tasks)
     images = list(dict.fromkeys([*images_of(task_dirs), *image])) or None
-    doc = Doctor(env=env, fix=fix, **({"images": images} if images else {}))
+    doc_kw = {"images": images} if images else {}
     if not json_out:
-        with err.status("checking the sandbox…" if not fix else "checking and repairing the sandbox…"):
+        with err.status("checking the sandbox…" if not fix else "checking and repairing the sandbox…") as status:
+            doc = Doctor(env=env, fix=fix, trust_host_ca=trust_host_ca, progress=lambda m: status.update(m), **doc_kw)
             checks = doc.run()
     else:
-        checks = doc.run()
+        checks = Doctor(env=env, fix=fix, trust_host_ca=trust_host_ca, **doc_kw).run()
     ok = all(c.ok for c in checks)
+    subs = _substitutions(task_dirs, env) if ok and task_dirs else {}
     if json_out:
-        print_json({"ok": ok, "env": env, "checks": [c.model_dump(mode="json") for c in checks]})
+        print_json({"ok": ok, "env": env, "checks": [c.model_dump(mode="json") for c in checks], "substitutions": subs})
     else:
         table = Table(title=f"envevo doctor ({env})", show_lines=False)
         for col in ("check", "status", "detail"):
             table.add_column(col)
         for c in checks:
-            table.add_row(c.name, f"[{_STYLE[c.status]}]{c.status.value}[/]", c.detail)
-        out.print(table)
+            table.add_row(c.name, f"[{_STYLE[c.status]}]{c.status.value}[/]", c.detail, style=None)
+        out.print(table, markup=True)
+        for task, lines in subs.items():
+            for line in lines:
+                out.print(f"{task}: {line}", markup=False, highlight=False)
         for c in checks:
-            if not c.ok:
-                err.print(f"[bold red]{c.name}:[/] {c.detail} — fix: [bold]{c.fix}[/]", highlight=False)
+            if c.status in (Status.FAIL, Status.WARN) and c.fix:
+                err.print(f"[bold red]{c.name}:[/] ", end="", highlight=False)
+                err.print(f"{c.detail} — fix: {c.fix}", markup=False, highlight=False)
     raise typer.Exit(0 if ok else 1)
+
+
+def _prune(env: str, older_than: float | None, max_gb: float | None, standins: bool, json_out: bool) -> None:
+    import shutil
+
+    from envevo.errors import UserError
+    from envevo.sandbox import activate, prune
+
+    activate()
+    if env not in ("podman", "docker") or shutil.which(env) is None:
+        raise UserError(f"--prune needs a local engine; {env} is not installed (envevo doctor --fix --env {env})")
+    if json_out:
+        result = prune(env, older_than_days=older_than, max_gb=max_gb, include_standins=standins)
+        print_json(result.model_dump(mode="json"))
+    else:
+        with err.status("removing cache images…"):
+            result = prune(env, older_than_days=older_than, max_gb=max_gb, include_standins=standins)
+        out.print(result.summary(), markup=False)
+        for e in result.errors:
+            err.print(f"not removed: {e}", markup=False)
+    raise typer.Exit(0)

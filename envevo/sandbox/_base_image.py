@@ -7,7 +7,6 @@ themselves stay standard.
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import tempfile
@@ -16,7 +15,6 @@ from pathlib import Path
 from envevo.errors import UserError
 
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
-_DEBIAN = re.compile(r"^(?:docker\.io/)?(?:library/)?debian:(?P<suite>[a-z]+)(?:-slim)?$")
 
 
 def canonical(image: str) -> str:
@@ -28,18 +26,30 @@ def canonical(image: str) -> str:
     return image
 
 
+def _standard(image: str) -> str:
+    from envevo.sandbox._refs import parse_ref
+
+    try:
+        return parse_ref(image).standard
+    except ValueError:
+        return canonical(image)
+
+
 def debian_suite(image: str) -> str | None:
-    """The Debian suite an image name stands for, or None if it is not a Debian image we can build."""
-    m = _DEBIAN.match(image)
-    return m.group("suite") if m else None
+    """The Debian suite an image name stands for (digest-pinned and mirror-prefixed spellings included),
+    or None if it is not a Debian image we can build."""
+    from envevo.sandbox._standins import plan_standin
+
+    plan = plan_standin(image)
+    return plan.suite if plan is not None and plan.kind == "debian" else None
 
 
 def build_debian_image(engine: str, image: str, mirror: str = DEBIAN_MIRROR) -> None:
     suite = debian_suite(image)
     if suite is None:
         raise UserError(
-            f"cannot build {image} locally (only debian:<suite>[-slim] images can be); "
-            f"make it available to {engine} or map it with --image-map {image}=debian:bookworm-slim"
+            f"cannot build {image} with debootstrap (it is not a Debian image); "
+            f"make it available to {engine} or map it with --image-map {image}=<a local image>"
         )
     if shutil.which("debootstrap") is None:
         raise UserError("debootstrap is not installed: run 'apt-get install -y debootstrap'")
@@ -59,7 +69,9 @@ def build_debian_image(engine: str, image: str, mirror: str = DEBIAN_MIRROR) -> 
             (root / junk).mkdir(parents=True, exist_ok=True)
         tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
         imp = subprocess.run(
-            [engine, "import", "--change", 'CMD ["bash"]', "-", canonical(image)],
+            [engine, "import", "--change", 'CMD ["bash"]',  # tagged under the digest-free standard name:
+             "--change", f"LABEL envevo.standin=\"Debian {suite}, built locally with debootstrap (minbase)\"",
+             "-", _standard(image)],
             stdin=tar.stdout,
             capture_output=True,
             text=True,

@@ -19,9 +19,20 @@ from pydantic import BaseModel
 
 from envevo.errors import UserError
 from envevo.sandbox import _paths
-from envevo.sandbox._base_image import build_debian_image, canonical
+from envevo.sandbox import _tls
+from envevo.sandbox._base_image import canonical
+from envevo.sandbox._refs import dockerfile_bases, parse_ref
+from envevo.sandbox._standins import (
+    STANDIN_REPO,
+    ensure_standin,
+    image_id,
+    load_registry,
+    plan_standin,
+    why_no_standin,
+)
 
 DEFAULT_IMAGES = ("debian:bookworm-slim",)
+PROBE_IMAGE = "docker.io/library/debian:bookworm-slim"
 MIN_COMPOSE = (1, 1)
 SYSTEM_PACKAGES = {"podman": ["podman", "runc", "debootstrap"], "docker": ["debootstrap"]}
 # Settings this host class needs (DESIGN.md §5): crun fails on hybrid cgroups, and setting container
@@ -40,6 +51,7 @@ runtime = "runc"
 class Status(StrEnum):
     OK = "ok"
     FIXED = "fixed"
+    WARN = "warn"  # works, but something a task may need does not (e.g. HTTPS from containers)
     FAIL = "fail"
 
 
@@ -82,13 +94,16 @@ def _apt_cmd(packages: list[str]) -> str:
 class Doctor:
     """Runs the checks in dependency order; later checks are skipped when an earlier one fails."""
 
-    def __init__(self, env: str = "podman", fix: bool = False, images: Iterable[str] = DEFAULT_IMAGES):
+    def __init__(self, env: str = "podman", fix: bool = False, images: Iterable[str] = DEFAULT_IMAGES,
+                 trust_host_ca: bool = False, progress: Callable[[str], None] | None = None):
         if env not in ("podman", "docker"):
             raise UserError(f"doctor checks local sandboxes only (podman or docker), not {env!r}")
         self.engine = env
         self.fix = fix
+        self.trust_host_ca = trust_host_ca
         self.images = list(dict.fromkeys(images)) or list(DEFAULT_IMAGES)
         self.checks: list[Check] = []
+        self.progress = progress or (lambda _msg: None)
 
     def run(self) -> list[Check]:
         _paths.activate()
@@ -97,7 +112,7 @@ class Doctor:
             steps += [self.runc, self.compose]
         else:
             steps += [self.docker_daemon]
-        steps += [self.base_images, self.container_start, self.orphans]
+        steps += [self.probe_image, self.container_start, self.base_images, self.orphans, self.tls]
         for step in steps:
             check = step()
             self.checks.append(check)
@@ -166,34 +181,102 @@ class Doctor:
         return Check(name="compose", status=Status.FAIL, detail=detail, fix=pip_fix)
 
     def _image_exists(self, image: str) -> bool:
-        return _run([self.engine, "image", "inspect", canonical(image)], timeout=30).returncode == 0
+        """Present locally: under its own name, or (digest-pinned / mirror-prefixed) under its standard name."""
+        if _run([self.engine, "image", "inspect", canonical(image)], timeout=30).returncode == 0:
+            return True
+        try:
+            ref = parse_ref(image)
+        except ValueError:
+            return False
+        return ref.standard != canonical(image) and image_id(self.engine, ref.standard) is not None
 
-    def base_images(self) -> Check:
-        missing = [i for i in self.images if not self._image_exists(i)]
+    def probe_image(self) -> Check:
+        """The Debian image containers are probed with; built first, as stand-ins need working containers."""
+        return self.base_images([PROBE_IMAGE], name="debian base")
+
+    def base_images(self, images: list[str] | None = None, name: str = "base images") -> Check:
+        images = self.images if images is None else images
+        missing = [i for i in images if not self._image_exists(i)]
         if not missing:
-            return Check(name="base images", status=Status.OK, detail=", ".join(self.images))
+            return Check(name=name, status=Status.OK, detail=", ".join(images))
         if not self.fix:
-            return Check(name="base images", status=Status.FAIL, detail=f"missing: {', '.join(missing)}",
-                         fix="envevo doctor --fix  # pulls them, or builds Debian images locally with debootstrap")
-        built = []
+            return Check(name=name, status=Status.FAIL, detail=f"missing: {', '.join(missing)}",
+                         fix="envevo doctor --fix  # pulls them, or builds Debian-based stand-ins and says what they are")
+        done = []
         for image in missing:
             # A registry may be reachable on other hosts; here it is not, so the pull is bounded.
+            self.progress(f"pulling {image} (at most 60 s)…")
             if _run([self.engine, "pull", "-q", canonical(image)], timeout=60).returncode == 0:
-                built.append(f"pulled {image}")
+                done.append(f"pulled {image}")
                 continue
-            if shutil.which("debootstrap") is None and not _apt_install(["debootstrap"]):
-                return Check(name="base images", status=Status.FAIL,
+            if plan_standin(image) is None:
+                return Check(name=name, status=Status.FAIL,
+                             detail=f"cannot pull {image}, and {why_no_standin(image)}" + (f" (done: {'; '.join(done)})" if done else ""),
+                             fix=f"make it available ({self.engine} load -i image.tar) or map it: --image-map {image}=<a local image>")
+            needs_debootstrap = image_id(self.engine, f"docker.io/library/debian:{plan_standin(image).suite}-slim") is None  # type: ignore[union-attr]
+            if needs_debootstrap and shutil.which("debootstrap") is None and not _apt_install(["debootstrap"]):
+                return Check(name=name, status=Status.FAIL,
                              detail=f"cannot pull {image} and debootstrap is missing", fix=_apt_cmd(["debootstrap"]))
             try:
-                build_debian_image(self.engine, image)
+                entry = ensure_standin(self.engine, image, self.progress)
             except UserError as exc:
-                return Check(name="base images", status=Status.FAIL, detail=str(exc),
+                return Check(name=name, status=Status.FAIL, detail=str(exc),
                              fix=f"envevo doctor --fix  # after making {image} available")
-            built.append(f"built {image} with debootstrap")
-        return Check(name="base images", status=Status.FIXED, detail="; ".join(built))
+            done.append(f"stand-in {entry.statement(image)}")
+        return Check(name=name, status=Status.FIXED, detail="; ".join(done))
+
+    def _python_probe_image(self) -> str | None:
+        """A local image with python3 to probe HTTPS from: a python stand-in, built if asked to trust the CA."""
+        for tag, entry in load_registry().items():
+            if entry.kind == "python" and image_id(self.engine, tag) == entry.image_id:
+                return tag
+        for suite in ("trixie", "bookworm"):
+            if image_id(self.engine, f"{STANDIN_REPO}:python-{suite}-slim"):
+                return f"{STANDIN_REPO}:python-{suite}-slim"
+        if self.trust_host_ca:
+            try:
+                return ensure_standin(self.engine, "python:3.13-slim", self.progress).tag
+            except UserError:
+                return None
+        return None
+
+    def tls(self) -> Check:
+        from envevo.runtime import _host_ca
+
+        name = "https from containers"
+        host_ok, host_why = _tls.host_reaches()
+        if not host_ok:
+            return Check(name=name, status=Status.WARN, detail=f"the host itself cannot reach {_tls.PROBE_URL} ({host_why}); not checked")
+        image = self._python_probe_image()
+        if image is None:
+            return Check(name=name, status=Status.OK,
+                         detail="not checked: no local image with python3 (envevo doctor --trust-host-ca builds python:3.13-slim to probe)")
+        trusted = _host_ca.bundle() is not None
+        self.progress(f"probing {_tls.PROBE_URL} from a container…")
+        ok, why = _tls.container_reaches(self.engine, image, trust_host_ca=trusted)
+        if ok:
+            return Check(name=name, status=Status.OK, detail=f"containers reach {_tls.PROBE_URL}"
+                         + (f" (trusting the host CA bundle {_host_ca.bundle()})" if trusted else ""))
+        intercepted = "CERTIFICATE_VERIFY_FAILED" in why or "certificate verify failed" in why
+        if not intercepted:
+            return Check(name=name, status=Status.WARN, detail=f"the host reaches {_tls.PROBE_URL}, containers do not: {why}",
+                         fix=f"{self.engine} run --rm {image} python3 -c 'import urllib.request as u; u.urlopen(\"{_tls.PROBE_URL}\")'  # and read the error")
+        if not trusted and self.trust_host_ca and (bundle := _tls.host_bundle()) is not None:
+            _tls.record_trust(bundle)
+            ok, why = _tls.container_reaches(self.engine, image, trust_host_ca=True)
+            if ok:
+                return Check(name=name, status=Status.FIXED,
+                             detail=f"TLS-intercepting proxy: builds and containers now trust the host CA bundle {bundle} (recorded in {_tls.trust_file()})")
+        detail = ("a TLS-intercepting proxy: the host verifies " + _tls.PROBE_URL + " with its CA bundle, containers fail ("
+                  + why + ")")
+        if trusted:
+            return Check(name=name, status=Status.WARN, detail=detail + f", even trusting {_host_ca.bundle()}",
+                         fix=f"check that {_host_ca.bundle()} holds the proxy's CA")
+        return Check(name=name, status=Status.WARN, detail=detail + "; pip and curl over HTTPS will fail in tasks",
+                     fix="envevo doctor --trust-host-ca  # mounts the host's CA bundle into builds and containers")
 
     def _probe(self) -> subprocess.CompletedProcess:
-        return _run([self.engine, "run", "--rm", canonical(self.images[0]), "true"], timeout=120)
+        return _run([self.engine, "run", "--rm", PROBE_IMAGE, "true"], timeout=120)
 
     def container_start(self) -> Check:
         proc = self._probe()
@@ -211,7 +294,7 @@ class Doctor:
                 return Check(name="container start", status=Status.FIXED,
                              detail=f"wrote {conf} (envevo applies it itself; for other tools: export CONTAINERS_CONF={conf})")
         return Check(name="container start", status=Status.FAIL, detail=f"{self.engine} run fails: {error}",
-                     fix="envevo doctor --fix" if not self.fix else f"{self.engine} run --rm {self.images[0]} true  # and read the error")
+                     fix="envevo doctor --fix" if not self.fix else f"{self.engine} run --rm {PROBE_IMAGE} true  # and read the error")
 
     def orphans(self) -> Check:
         from envevo.runtime._cleanup import list_containers, sweep_orphans
@@ -225,19 +308,36 @@ class Doctor:
                      detail=f"{len(left)} envevo container(s) running" if left else "none")
 
 
+def task_dirs_of(paths: Iterable[Path]) -> list[Path]:
+    """Task dirs (Harbor or Terminal-Bench 1) as given; a folder of tasks stands for all of them."""
+    from envevo.task import looks_like_task
+
+    found: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir() and not looks_like_task(p):
+            children = sorted(c for c in p.iterdir() if c.is_dir() and looks_like_task(c))
+            if children:
+                found.extend(children)
+                continue
+        found.append(p)
+    return found
+
+
 def images_of(task_dirs: Iterable[Path]) -> list[str]:
-    """Base images named by FROM lines in the tasks' Dockerfiles (build stages excluded)."""
+    """External images the tasks build FROM or name (build stages excluded, ARG defaults expanded).
+
+    Folders of tasks are walked; Terminal-Bench 1 tasks (Dockerfile at the root) are read too. A task
+    that does not load is read for its Dockerfiles directly, so doctor still prepares its images.
+    """
+    from envevo.errors import TaskError
+    from envevo.task import load_task, task_images
+
     images: list[str] = []
-    for d in task_dirs:
-        dockerfile = Path(d) / "environment" / "Dockerfile"
-        if not dockerfile.is_file():
-            continue
-        stages: set[str] = set()
-        for line in dockerfile.read_text(errors="replace").splitlines():
-            m = re.match(r"\s*FROM\s+(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?", line, re.IGNORECASE)
-            if m:
-                if m.group(1).lower() not in stages:
-                    images.append(m.group(1))
-                if m.group(2):
-                    stages.add(m.group(2).lower())
+    for d in task_dirs_of(task_dirs):
+        try:
+            images.extend(task_images(load_task(d)))
+        except TaskError:
+            for dockerfile in (Path(d) / "environment" / "Dockerfile", Path(d) / "Dockerfile"):
+                if dockerfile.is_file():
+                    images.extend(dockerfile_bases(dockerfile.read_text(errors="replace")))
     return list(dict.fromkeys(images))

@@ -249,26 +249,56 @@ def prepare_runnable(task: Task, image_map: ImageMap | None, dest_root: str | os
     return save(rewritten, dest, overwrite=True)
 
 
+_GLOBAL_ARG = re.compile(r"^\s*ARG\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)\s*$", re.IGNORECASE)
+_VAR = re.compile(r"\$(?:\{(?P<a>[A-Za-z_][A-Za-z0-9_]*)(?::?-(?P<d>[^}]*))?\}|(?P<b>[A-Za-z_][A-Za-z0-9_]*))")
+
+
+def _expand(image: str, args: dict[str, str]) -> str | None:
+    """``${X}``, ``$X`` and ``${X:-default}`` from global ARG defaults; None when a variable has no value."""
+    missing = False
+
+    def sub(m: re.Match) -> str:
+        nonlocal missing
+        name = m["a"] or m["b"]
+        if args.get(name):
+            return args[name]
+        if m["d"] is not None:
+            return m["d"]
+        missing = True
+        return ""
+
+    out = _VAR.sub(sub, image)
+    return None if missing or "$" in out else out
+
+
 def task_images(task: Task) -> list[str]:
     """Every image a task names: FROM and ``COPY --from`` images (not build stages), compose
-    ``image:`` values and ``docker_image`` settings. Variables (``${X}``) are skipped."""
+    ``image:`` values and ``docker_image`` settings. ``FROM ${X}`` is resolved from a global
+    ``ARG X=default``; other variables are skipped. CRLF Dockerfiles read like LF ones."""
     found: list[str] = []
     for path, f in sorted(task.files.items()):
         name = path.rsplit("/", 1)[-1]
         text = decode_text(f.data)
         if text is None:
             continue
+        lines = text.replace("\r\n", "\n").split("\n")
         if _is_dockerfile(name):
             stages: set[str] = set()
-            for line in text.splitlines():
-                if m := _FROM.match(line):
-                    if m["image"].lower() not in stages:
-                        found.append(m["image"])
+            args: dict[str, str] = {}
+            seen_from = False
+            for line in lines:
+                if (m := _GLOBAL_ARG.match(line)) and not seen_from:
+                    args[m["name"]] = m["value"]
+                elif m := _FROM.match(line):
+                    seen_from = True
+                    image = _expand(m["image"], args) if "$" in m["image"] else m["image"]
+                    if image and image.lower() not in stages and image.lower() != "scratch":
+                        found.append(image)
                     if a := _AS.match(m["tail"]):
                         stages.add(a["stage"].lower())
                 elif (m := _COPY_FROM.match(line)) and m["image"].lower() not in stages and not m["image"].isdigit():
                     found.append(m["image"])
         elif name in COMPOSE_NAMES:
-            found.extend(m["image"] for line in text.splitlines() if (m := _COMPOSE_IMAGE.match(line)))
+            found.extend(m["image"] for line in lines if (m := _COMPOSE_IMAGE.match(line)))
     found.extend(env["docker_image"] for env in _environment_tables(task.config) if isinstance(env.get("docker_image"), str))
     return [i for i in dict.fromkeys(found) if "$" not in i]

@@ -1,0 +1,139 @@
+"""Image references as task Dockerfiles write them, split into registry, repository, tag and digest.
+
+``public.ecr.aws/docker/library/debian:bookworm-slim@sha256:…`` names the same official image as
+``debian:bookworm-slim`` (pinned to one build); ``official`` gives that Docker Hub library name, which
+is what a local stand-in is tagged under.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+DOCKER_HUB = "docker.io"
+# Registries that serve Docker Hub's official ("library") images under another prefix.
+_LIBRARY_MIRRORS = (
+    "docker.io/library/",
+    "index.docker.io/library/",
+    "registry-1.docker.io/library/",
+    "public.ecr.aws/docker/library/",
+    "mirror.gcr.io/library/",
+    "mirror.gcr.io/",
+)
+_DIGEST = re.compile(r"^[A-Za-z0-9_+.-]+:[0-9a-fA-F]{32,}$")
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    registry: str  # "docker.io" when the reference names none
+    repository: str  # "library/python", "org/img"
+    tag: str | None  # None when only a digest (or nothing) is given
+    digest: str | None  # "sha256:…"
+    raw: str
+
+    @property
+    def official(self) -> str | None:
+        """The Docker Hub library name ("python"), or None if this is not an official image."""
+        full = f"{self.registry}/{self.repository}/"
+        for prefix in _LIBRARY_MIRRORS:
+            if full.startswith(prefix):
+                rest = full[len(prefix):].rstrip("/")
+                return rest if rest and "/" not in rest else None
+        return None
+
+    @property
+    def standard(self) -> str:
+        """The fully qualified, digest-free name a local image can be tagged under."""
+        tag = self.tag or "latest"
+        if self.official:
+            return f"docker.io/library/{self.official}:{tag}"
+        return f"{self.registry}/{self.repository}:{tag}"
+
+    @property
+    def short(self) -> str:
+        """How people write it: ``python:3.12-slim``, ``ghcr.io/org/img:tag`` (digest kept)."""
+        name = self.official or (self.repository if self.registry == DOCKER_HUB else f"{self.registry}/{self.repository}")
+        out = f"{name}:{self.tag or 'latest'}"
+        return f"{out}@{self.digest}" if self.digest else out
+
+    @property
+    def pinned_or_prefixed(self) -> bool:
+        """True when the reference is not the plain standard name (digest, mirror or explicit registry)."""
+        return self.raw != self.standard
+
+
+def parse_ref(reference: str) -> ImageRef:
+    """Split ``[registry[:port]/]path[:tag][@digest]``; raises ValueError for something that is not one."""
+    raw = reference.strip()
+    if not raw or any(c.isspace() for c in raw) or "$" in raw:
+        raise ValueError(f"not an image reference: {reference!r}")
+    rest, digest = raw, None
+    if "@" in rest:
+        rest, digest = rest.split("@", 1)
+        if not _DIGEST.match(digest):
+            raise ValueError(f"bad digest in image reference {reference!r}")
+    tag = None
+    last = rest.rsplit("/", 1)[-1]
+    if ":" in last:
+        rest, tag = rest.rsplit(":", 1)
+        if not tag:
+            raise ValueError(f"empty tag in image reference {reference!r}")
+    parts = rest.split("/")
+    if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
+        registry, path = parts[0], "/".join(parts[1:])
+    else:
+        registry, path = DOCKER_HUB, rest
+    if registry in ("index.docker.io", "registry-1.docker.io"):
+        registry = DOCKER_HUB
+    if registry == DOCKER_HUB and "/" not in path:
+        path = f"library/{path}"
+    if not path or not re.match(r"^[a-z0-9][a-z0-9._/-]*$", path):
+        raise ValueError(f"bad repository name in image reference {reference!r}")
+    return ImageRef(registry=registry, repository=path, tag=tag, digest=digest, raw=raw)
+
+
+_FROM = re.compile(r"^\s*FROM\s+(?P<flags>(?:--\S+\s+)*)(?P<image>[^\s#]+)(?:\s+AS\s+(?P<stage>\S+))?", re.IGNORECASE)
+_ARG = re.compile(r"^\s*ARG\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:=(?P<q>[\"']?)(?P<value>[^\s\"']*)(?P=q))?\s*$", re.IGNORECASE)
+_VAR = re.compile(r"\$(?:\{(?P<a>[A-Za-z_][A-Za-z0-9_]*)(?::?-(?P<d>[^}]*))?\}|(?P<b>[A-Za-z_][A-Za-z0-9_]*))")
+
+
+def expand_args(value: str, args: dict[str, str]) -> str | None:
+    """``${NAME}``, ``$NAME`` and ``${NAME:-default}`` from ARG defaults; None if a variable has no value."""
+    missing = False
+
+    def sub(m: re.Match) -> str:
+        nonlocal missing
+        name = m["a"] or m["b"]
+        if name in args and args[name]:
+            return args[name]
+        if m["d"] is not None:
+            return m["d"]
+        missing = True
+        return ""
+
+    out = _VAR.sub(sub, value)
+    return None if missing else out
+
+
+def dockerfile_bases(text: str) -> list[str]:
+    """External images a Dockerfile builds FROM, in order: build stages skipped, ARG defaults expanded,
+    CRLF line ends and ``FROM --platform=… x AS y`` handled. Unresolvable references are skipped."""
+    args: dict[str, str] = {}
+    stages: set[str] = set()
+    found: list[str] = []
+    seen_from = False
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    for line in lines:
+        if m := _ARG.match(line):
+            if m["value"] is not None and not seen_from:  # only global ARGs (before the first FROM) reach FROM lines
+                args[m["name"]] = m["value"]
+            continue
+        if m := _FROM.match(line):
+            seen_from = True
+            image = m["image"]
+            expanded = expand_args(image, args) if "$" in image else image
+            if expanded and expanded.lower() not in stages and expanded.lower() != "scratch":
+                found.append(expanded)
+            if m["stage"]:
+                stages.add(m["stage"].lower())
+    return list(dict.fromkeys(found))
