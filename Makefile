@@ -34,7 +34,7 @@ rl-venv: $(RLVENV)/.installed
 
 # Podman + runc + compose + containers.conf + the seeds' base images; seconds when already in place.
 sandbox: venv
-	$(ENVEVO) doctor --fix --tasks $(SEEDS) --tasks tests/fixtures/broken
+	$(ENVEVO) doctor --fix --tasks $(SEEDS) --tasks tests/fixtures/broken --tasks tests/fixtures/realistic
 
 # The main job, offline: a procedural seed evolved for 15 generations, each verified in containers,
 # then the lineage and its HTML report. Re-running resumes (and finishes at once when done).
