@@ -370,8 +370,11 @@ def standins_for(task: Task, engine: str = "podman") -> tuple[ImageMap, list[str
         entry = reg.get(ref.standard)
         if entry is not None and entry.image_id == local:
             statements.append(entry.statement(image))
-        elif labels.get(LABEL):  # a stand-in made before the registry (e.g. an imported debootstrap image)
-            statements.append(f"{image} → {labels[LABEL]}")
+        elif labels.get(LABEL) and (plan := plan_standin(image)) is not None:
+            # ours, but recorded under another ENVEVO_HOME or made before the registry (imported debootstrap images)
+            found = StandinEntry(tag=ref.standard, source=image, became=labels[LABEL].split(" → ", 1)[-1],
+                                 notes=plan.notes, image_id=local, kind=plan.kind, suite=plan.suite)
+            statements.append(found.statement(image))
         elif needs_map:
             statements.append(f"{image} → local {_short(ref.standard)}" + (
                 f" (digest {ref.digest[:19]}… not verified)" if ref.digest else ""))
