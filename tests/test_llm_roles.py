@@ -277,16 +277,41 @@ def test_a_retry_after_verifier_feedback_continues_from_the_previous_draft(tmp_p
     assert sorted(p.name for p in tmp_path.glob("draft-*")) == ["draft-1", "draft-1-trials", "draft-2"]
 
 
+class FakeShell:
+    """The ContainerShell interface: one session per draft, with the facts the prompt states."""
+
+    def __init__(self, on_run=None):
+        self.calls, self.sessions, self.on_run = [], [], on_run
+
+    def session(self, task_dir):
+        shell = self
+
+        class Session:
+            closed = False
+
+            async def __aenter__(self):
+                return self
+
+            async def __aexit__(self, *exc):
+                self.closed = True
+
+            def facts(self):
+                from envevo.llm import ShellFacts
+
+                return ShellFacts(timeout_sec=77, network="no-network")
+
+            async def run(self, command, **kw):
+                from envevo.llm import CommandResult
+
+                shell.calls.append((task_dir, command, kw))
+                out = await shell.on_run(task_dir, command) if shell.on_run else "customers\n"
+                return CommandResult(exit_code=0, output=out)
+
+        self.sessions.append(Session())
+        return self.sessions[-1]
+
+
 def test_modifier_tools_reach_the_container_and_the_verifiers(tmp_path):
-    class FakeShell:
-        calls = []
-
-        async def run(self, task_dir, command, **kw):
-            from envevo.llm import CommandResult
-
-            self.calls.append((task_dir, command, kw))
-            return CommandResult(exit_code=0, output="customers\n")
-
     verified = []
 
     async def fake_verify(self, task_dir, trials_dir):
@@ -296,13 +321,65 @@ def test_modifier_tools_reach_the_container_and_the_verifiers(tmp_path):
     model = scripted(Calls(("run_in_container", {"command": "ls /app", "mount_solution": True})),
                      Calls(("write_file", {"path": "solution/solve.sh", "content": lf.new_solution()})),
                      Calls(("run_verifiers", {})), {"summary": "done"})
-    engine = LLMEngine(runtime(modifier=model), shell=FakeShell())
+    shell = FakeShell()
+    engine = LLMEngine(runtime(modifier=model), shell=shell)
     engine._verify = fake_verify.__get__(engine)
     run(engine.modify(seed(), _accepted(tmp_path), [], ctx(tmp_path)))
-    (task_dir, command, kw), = FakeShell.calls
-    assert task_dir == tmp_path / "draft-1" and command == "ls /app" and kw["mount_solution"] is True
+    (task_dir, command, kw), = shell.calls
+    assert task_dir == tmp_path / "draft-1" and command == "ls /app" and kw["upload_solution"] is True
     assert verified == [tmp_path / "draft-1"]
     assert tool_returns(model.seen[-1])[-1] == "PASSED"
+    # One sandbox for the draft, closed when the Modifier's run ended; the prompt stated its facts.
+    (session,) = shell.sessions
+    assert session.closed
+    instructions = model.seen[0][0].instructions
+    assert "times out after 77 s" in instructions and "no internet access" in instructions
+    assert "State persists between your commands" in instructions and "/logs/verifier exists" in instructions
+    assert "Without a shell" not in instructions and "{" not in instructions
+
+
+def test_modifier_commands_and_edits_of_one_turn_run_in_order(tmp_path):
+    seen = []
+
+    async def on_run(task_dir, command):
+        before = (task_dir / "solution/solve.sh").read_text()
+        await asyncio.sleep(0.2)  # a write called after this command must not land while it runs
+        assert (task_dir / "solution/solve.sh").read_text() == before
+        seen.append((command, before == lf.new_solution()))
+        return "ok\n"
+
+    model = scripted(Calls(("run_in_container", {"command": "first"}),
+                           ("write_file", {"path": "solution/solve.sh", "content": lf.new_solution()}),
+                           ("run_in_container", {"command": "second"})),
+                     {"summary": "done"})
+    shell = FakeShell(on_run)
+    engine = LLMEngine(runtime(modifier=model), shell=shell, modifier_verifies=False)
+    run(engine.modify(seed(), _accepted(tmp_path), [], ctx(tmp_path)))
+    assert seen == [("first", False), ("second", True)]
+
+
+def test_the_session_is_closed_when_the_modifier_fails(tmp_path):
+    model = scripted(Calls(("run_in_container", {"command": "ls"})), name="modifier")  # then the script runs out
+    shell = FakeShell()
+    with pytest.raises(Exception):
+        run(LLMEngine(runtime(modifier=model), shell=shell, modifier_verifies=False)
+            .modify(seed(), _accepted(tmp_path), [], ctx(tmp_path)))
+    assert [s.closed for s in shell.sessions] == [True]
+
+
+def test_without_a_shell_the_prompt_says_there_is_none(tmp_path):
+    tools = []
+    first, *rest = _edits_without_container()
+
+    def look(messages, info):
+        tools.extend(t.name for t in info.function_tools)
+        return first
+
+    model = scripted(look, *rest)
+    run(LLMEngine(runtime(modifier=model)).modify(seed(), _accepted(tmp_path), [], ctx(tmp_path)))
+    instructions = model.seen[0][0].instructions
+    assert "You have no shell in this run" in instructions and "State persists" not in instructions
+    assert "write_file" in tools and "run_in_container" not in tools
 
 
 # ---- judge --------------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """LLM plumbing shared by the LLM engine's roles: model config, guarded models (retries, concurrency, budgets,
-usage), preflight, versioned prompts, rubrics, the container shell, and human review.
+usage), preflight, versioned prompts, rubrics, the Modifier's shell (a sandbox session), and human review.
 
 Only this package and envevo.evolve.engines.llm import pydantic-ai.
 """
@@ -41,7 +41,7 @@ from envevo.llm._rubric import (
     score,
 )
 from envevo.llm._runtime import LLMRuntime
-from envevo.llm._sandbox import CommandResult, ContainerShell, ShellError
+from envevo.llm._sandbox import CommandResult, ContainerShell, ShellError, ShellFacts, ShellSession
 from envevo.llm._store import attach_store
 
 __all__ = [
@@ -78,6 +78,8 @@ __all__ = [
     "Rubric",
     "Scope",
     "ShellError",
+    "ShellFacts",
+    "ShellSession",
     "UsageRecord",
     "append_criteria",
     "attach_store",

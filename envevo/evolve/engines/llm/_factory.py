@@ -30,6 +30,7 @@ def build_llm_engine(
     """The engine and its checks (the rubric judge). Raises LLMConfigError for a missing model or a bad rubric."""
     runtime = LLMRuntime(settings, models=models, on_usage=on_usage)
     runtime.specs()  # every role has a model, or one clear error now
-    shell = ContainerShell(env, timeout_sec=settings.command_timeout_sec) if container_shell and ":" not in env else None
+    # The Modifier's shell runs on the same environment as verification: local, compose or cloud.
+    shell = ContainerShell(env, timeout_sec=settings.command_timeout_sec) if container_shell else None
     engine = LLMEngine(runtime, task_rubric=task_rubric(settings, rubric_files), shell=shell, env=env)
     return engine, [engine.judge()]

@@ -1,13 +1,17 @@
 """The Modifier: an agent with typed tools that edits a draft copy of the task until it realizes the plan.
 
-Tools: list/read/write/delete files (confined to the draft, see Workspace), run a command inside the draft's
-container (ContainerShell: podman, no network, never the host), and run the oracle and invalid-test verifiers on
-the draft. The draft starts from the parent task, or from the previous attempt's draft when the verifiers sent
-feedback, so a retry fixes the last attempt instead of starting over.
+Tools: list/read/write/delete files (confined to the draft, see Workspace), run a command in the draft's own
+sandbox (a ShellSession: the verification environment's container for this candidate, state kept between
+commands, never the host), and run the oracle and invalid-test verifiers on the draft. Edits, commands and verifier
+runs are barriers (pydantic-ai `sequential` tools): in one turn they run in the order the model emitted them, so a
+command always sees the writes before it. The sandbox is opened at the first command and closed when the
+Modifier's run ends, also on errors and cancellation. The draft starts from the parent task, or from the previous
+attempt's draft when the verifiers sent feedback, so a retry fixes the last attempt instead of starting over.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -18,7 +22,17 @@ from pydantic import BaseModel, Field
 from envevo.errors import TaskError
 from envevo.evolve._engine import GenerationContext, Proposal
 from envevo.evolve.engines.llm._workspace import Workspace
-from envevo.llm import CandidateFailed, ContainerShell, LLMRuntime, RoleFailed, ShellError, load_prompt, render_trace
+from envevo.llm import (
+    CandidateFailed,
+    ContainerShell,
+    LLMRuntime,
+    RoleFailed,
+    ShellError,
+    ShellFacts,
+    ShellSession,
+    load_prompt,
+    render_trace,
+)
 from envevo.task import Task, load_task, save
 
 #: Runs the container verifiers on a task dir and returns a short report (None: the tool is not offered).
@@ -64,13 +78,44 @@ def start_draft(task: Task, ctx: GenerationContext, feedback: list[str]) -> Path
     return draft
 
 
-async def modify(runtime: LLMRuntime, task: Task, proposal: Proposal, feedback: list[str], ctx: GenerationContext, *,
-                 shell: ContainerShell | None, verify: VerifyFn | None) -> tuple[Task, Workspace]:
-    """The edited draft as a Task (its own files only; the engine adds metadata)."""
-    draft = start_draft(task, ctx, feedback)
-    ws = Workspace(draft)
-    prompt = load_prompt("modifier")
-    agent = runtime.agent("modifier", ModifierDone, prompt.instructions, tool_retries=3)
+def _network(facts: ShellFacts) -> str:
+    if facts.network == "no-network":
+        return ("It has no internet access: the task forbids it, and the trials run the same way"
+                + ("; only the task's own services are reachable." if facts.compose else "."))
+    if facts.network == "allowlist":
+        hosts = ", ".join(facts.allowed_hosts) or "no host"
+        return f"Its network reaches only the task's allowlist ({hosts}), as in the trials."
+    return ("It has network access, as the task allows (the trials get the same); the tests and the solution must "
+            "still not need it.")
+
+
+def _compose(facts: ShellFacts) -> str:
+    if not facts.compose:
+        return ""
+    others = (f" and its other services ({', '.join(facts.compose_services)}) are reachable by their service names, "
+              "as in the trials") if facts.compose_services else ""
+    return f"- The task is a compose task: your commands run in its `main` service{others}.\n"
+
+
+def instructions(facts: ShellFacts | None) -> str:
+    """The Modifier prompt, with the section about the shell it really has (or the one saying it has none)."""
+    text = load_prompt("modifier").instructions
+    head, found, rest = text.partition("## Your shell\n")
+    shell_part, found2, rest = rest.partition("## Without a shell\n")
+    without, found3, rules = rest.partition("## Rules\n")
+    if not (found and found2 and found3):
+        return text
+    if facts is None:
+        return f"{head}## Your shell\n{without}## Rules\n{rules}"
+    shell_part = (shell_part.replace("{network}", _network(facts)).replace("{compose}\n", _compose(facts))
+                  .replace("{timeout_sec}", f"{facts.timeout_sec:g}"))
+    return f"{head}## Your shell\n{shell_part}## Rules\n{rules}"
+
+
+async def _run_modifier(runtime: LLMRuntime, draft: Path, ws: Workspace, proposal: Proposal, feedback: list[str],
+                        ctx: GenerationContext, sandbox: ShellSession | None, verify: VerifyFn | None) -> None:
+    agent = runtime.agent("modifier", ModifierDone, instructions(sandbox.facts() if sandbox is not None else None),
+                          tool_retries=3)
 
     @agent.tool_plain
     def list_files(directory: str = "") -> str:
@@ -82,32 +127,35 @@ async def modify(runtime: LLMRuntime, task: Task, proposal: Proposal, feedback: 
         """Read a text file of the task, from character `offset` on (long files come in chunks)."""
         return ws.read(path, offset)
 
-    @agent.tool_plain
+    # Edits, commands and verifier runs are barriers: in one turn they run in the order they were called.
+    @agent.tool_plain(sequential=True)
     def write_file(path: str, content: str, executable: bool | None = None) -> str:
         """Create or replace a file of the task with `content`. Scripts (*.sh) are made executable."""
         return ws.write(path, content, executable)
 
-    @agent.tool_plain
+    @agent.tool_plain(sequential=True)
     def delete_file(path: str) -> str:
         """Delete a file or directory of the task."""
         return ws.delete(path)
 
-    if shell is not None:
-        @agent.tool_plain
+    if sandbox is not None:
+        @agent.tool_plain(sequential=True)
         async def run_in_container(command: str, timeout_sec: int = 120, mount_solution: bool = False,
                                    mount_tests: bool = False) -> str:
-            """Run a bash command inside the task's container, built from the workspace's environment/
-            (no network). Set mount_solution / mount_tests to see solution/ at /solution and tests/ at /tests,
-            e.g. to run the reference solution and print what it produces."""
+            """Run a bash command in this candidate's own container (the verifier trials' image and network
+            policy). State persists between commands; commands run one at a time, after the edits called before
+            them. Set mount_solution / mount_tests to copy the workspace's current solution/ to /solution and
+            tests/ to /tests first (a fresh copy, replacing the last), e.g. to run the reference solution and print
+            what it produces."""
             try:
-                result = await shell.run(draft, command, timeout_sec=timeout_sec, docker_image=task.docker_image,
-                                         mount_solution=mount_solution, mount_tests=mount_tests)
+                result = await sandbox.run(command, timeout_sec=timeout_sec, upload_solution=mount_solution,
+                                           upload_tests=mount_tests)
             except ShellError as e:
-                return f"error: {e}"
+                return f"error: the container could not be started: {e}"
             return result.summary()
 
     if verify is not None:
-        @agent.tool_plain
+        @agent.tool_plain(sequential=True)
         async def run_verifiers() -> str:
             """Run the oracle (reference solution must pass) and invalid-test (doing nothing must fail)
             verifiers on the workspace in containers. Slow (a minute or more): run it once you think you are done."""
@@ -118,6 +166,16 @@ async def modify(runtime: LLMRuntime, task: Task, proposal: Proposal, feedback: 
                           generation=ctx.generation, request_limit=runtime.settings.modifier_requests)
     except RoleFailed as e:
         raise CandidateFailed(f"the Modifier did not finish: {e}") from e
+
+
+async def modify(runtime: LLMRuntime, task: Task, proposal: Proposal, feedback: list[str], ctx: GenerationContext, *,
+                 shell: ContainerShell | None, verify: VerifyFn | None) -> tuple[Task, Workspace]:
+    """The edited draft as a Task (its own files only; the engine adds metadata)."""
+    draft = start_draft(task, ctx, feedback)
+    ws = Workspace(draft)
+    # The draft's own sandbox: opened by the first command, closed (stopped, removed) when this run ends.
+    async with shell.session(draft) if shell is not None else contextlib.nullcontext() as sandbox:
+        await _run_modifier(runtime, draft, ws, proposal, feedback, ctx, sandbox, verify)
     try:
         edited = load_task(draft)
     except TaskError as e:
