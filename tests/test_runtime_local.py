@@ -68,8 +68,10 @@ def test_session_container_has_no_network_limits_and_state(sandbox):
             await s.exec("echo kept > /tmp/state")
             again = await s.exec("cat /tmp/state; echo $GREETING; pwd; ls /tests")
             assert again.stdout.split() == ["kept", "hello", "from", "task.toml", "/srv/work", "test.sh"]
-            slow = await s.exec("sleep 30", timeout_sec=1)
+            slow = await s.exec("sleep 30 && echo late > /tmp/late", timeout_sec=1)
             assert slow.timed_out
+            left = await s.exec("ps -eo args 2>/dev/null || cat /proc/[0-9]*/cmdline | tr '\\0' ' '")
+            assert "sleep 30" not in left.stdout  # the timed-out command was killed, not just its client
         return cid
 
     cid = asyncio.run(go())

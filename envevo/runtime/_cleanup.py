@@ -40,14 +40,20 @@ def overlay_compose_file() -> Path:
             f"    labels:\n      {OWNER_LABEL}: \"{owner_id()}\"\n"
         )
     path = Path(name)
-    atexit.register(_at_exit, path)
+    atexit.register(path.unlink, missing_ok=True)
+    ensure_exit_sweep()
     return path
 
 
-def _at_exit(overlay: Path) -> None:
+@cache
+def ensure_exit_sweep() -> None:
+    """Remove this process's sandboxes at interpreter exit (once per process), whatever started them."""
+    atexit.register(_at_exit)
+
+
+def _at_exit() -> None:
     for engine in LOCAL_ENGINES.values():
         remove_containers(engine, owner_id())
-    overlay.unlink(missing_ok=True)
 
 
 def _ps(engine: str, *filters: str) -> list[tuple[str, str, str]]:

@@ -167,8 +167,9 @@ class LocalContainerEnvironment(BaseEnvironment):
             await _run(self.engine, "rm", "-f", name, timeout=60)
             raise RuntimeError(f"{self.engine} run failed: {err.strip()[-400:]}")
         self._container = name
+        _cleanup.ensure_exit_sweep()
         if image != str(self.task_env_config.docker_image or ""):
-            self._note(f"image {image} built from {self._dockerfile}")
+            self._note(f"image {image} (environment/Dockerfile, cached by content)")
         await self._upload_environment_dir_after_start()
         bound = {m["target"] for m in self._host_mounts if m.get("type") == "bind"}
         unbound = [t for t in self._mount_targets(writable_only=True) if t not in bound]
@@ -201,13 +202,25 @@ class LocalContainerEnvironment(BaseEnvironment):
         who = self._resolve_user(user)
         if who is not None:
             argv += ["--user", str(who)]
-        argv += [self._require(), "bash", "-c", command]
+        # A marker in the command's environment, inherited by all it starts, so a timeout can kill the whole tree:
+        # killing the engine's client alone leaves the command running in the container.
+        marker = f"ENVEVO_EXEC={uuid.uuid4().hex}"
+        argv += ["--env", marker, self._require(), "bash", "-c", command]
         try:
             code, out, err = await _run(*argv, timeout=timeout_sec or None, stdin=b"")
         except TimeoutError:
+            await self._kill_marked(marker)
             # Harbor's environments raise on a timed-out command; the agent or verifier maps it to its own timeout.
             raise RuntimeError(f"Command timed out after {timeout_sec} seconds") from None
         return ExecResult(stdout=out or None, stderr=err or None, return_code=code)
+
+    async def _kill_marked(self, marker: str) -> None:
+        script = (f'for p in /proc/[0-9]*; do grep -qsa "{marker}" "$p/environ" 2>/dev/null && '
+                  'kill -9 "${p#/proc/}" 2>/dev/null; done; true')
+        try:
+            await _run(self.engine, "exec", "--user", "0", self._require(), "sh", "-c", script, timeout=60)
+        except (TimeoutError, RuntimeError):
+            pass  # the container is going away or wedged; stop() removes it either way
 
     async def _cp(self, source: str, target: str) -> None:
         code, out, err = await _run(self.engine, "cp", source, target, timeout=600)

@@ -110,10 +110,14 @@ async def open_session(task_dir: Path, env: str = "podman", *, upload: Mapping[s
     The sandbox is stopped on exit, also on cancellation (the stop is shielded), and labelled with this process,
     so a killed process's sandboxes are swept by the next run."""
     task_dir = Path(task_dir).resolve()
+    if not (task_dir / "task.toml").is_file():
+        raise SessionError(f"{task_dir} is not a Harbor task dir (no task.toml)")
     workdir = Path(logs_dir) if logs_dir else Path(tempfile.mkdtemp(prefix="envevo-session-"))
     try:
         environment = _environment(task_dir, env, workdir, network)
     except (FileNotFoundError, ValueError) as exc:
+        if logs_dir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
         raise SessionError(str(exc).splitlines()[0]) from None
     try:
         try:
