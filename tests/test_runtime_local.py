@@ -51,6 +51,7 @@ def test_task_settings_reach_the_trial(sandbox, tmp_path):
     # The log dirs are bound to the host: Harbor read them in place.
     assert (oracle.trial_dir / "agent" / "oracle.txt").is_file()
     assert (oracle.trial_dir / "verifier" / "test-stdout.txt").read_text().startswith("PASS")
+    assert any("localhost/envevo-cache:" in n for n in oracle.notes)  # which image ran, on the outcome itself
 
 
 @pytest.mark.sandbox

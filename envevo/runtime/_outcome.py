@@ -62,6 +62,7 @@ class TrialOutcome(BaseModel):
     error_kind: ErrorKind = ErrorKind.OK
     error_message: str | None = None
     trial_dir: Path | None = None
+    notes: list[str] = Field(default_factory=list, description="what the sandbox changed or dropped, e.g. refused limits")
 
     @property
     def passed(self) -> bool:

@@ -213,7 +213,16 @@ def to_outcome(spec: TrialSpec, r: TrialResult) -> TrialOutcome:
         error_kind=kind,
         error_message=message,
         trial_dir=spec.trials_dir.resolve() / r.trial_name,
+        notes=_notes(spec.trials_dir.resolve() / r.trial_name),
     )
+
+
+def _notes(trial_dir) -> list[str]:
+    """The local environment's notes for each of the trial's sandboxes (agent, separate verifier)."""
+    from envevo.runtime._local_env import NOTES_FILE
+
+    return [line for f in sorted(trial_dir.glob(f"environment/*/{NOTES_FILE}"))
+            for line in f.read_text().splitlines() if line.strip()]
 
 
 async def run_trial(spec: TrialSpec) -> TrialOutcome:
