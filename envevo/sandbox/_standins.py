@@ -209,12 +209,11 @@ ENV LANG=C.UTF-8
 CMD ["python3"]
 """
     if plan.kind == "ubuntu":
-        return f"""\
-FROM {plan.base}
-# Ubuntu 23.04+ images carry an 'ubuntu' user (uid 1000); bash and coreutils are in Debian's minbase.
-RUN if ! getent passwd 1000 >/dev/null; then useradd -m -u 1000 -s /bin/bash ubuntu; fi
-CMD ["/bin/bash"]
-"""
+        # Ubuntu 23.04+ images (here: those on trixie) carry an 'ubuntu' user, uid 1000; bash and
+        # coreutils are in Debian's minbase already.
+        user = ("RUN if ! getent passwd 1000 >/dev/null; then useradd -m -u 1000 -s /bin/bash ubuntu; fi\n"
+                if plan.suite == "trixie" else "")
+        return f"FROM {plan.base}\n{user}CMD [\"/bin/bash\"]\n"
     raise ValueError(f"{plan.kind} stand-ins are not built from a Containerfile")
 
 
@@ -237,8 +236,9 @@ def _record(entry: StandinEntry) -> None:
     reg[entry.tag] = entry
     path = registry_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({k: v.model_dump() for k, v in sorted(reg.items())}, indent=2, ensure_ascii=False))
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".standins-", suffix=".tmp")  # concurrent doctors
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps({k: v.model_dump() for k, v in sorted(reg.items())}, indent=2, ensure_ascii=False))
     os.replace(tmp, path)
 
 
@@ -322,7 +322,7 @@ def ensure_standin(engine: str, reference: str, progress: Progress | None = None
         became = f"Debian {plan.suite} {debian}, built locally with debootstrap (minbase)"
         return _register(engine, plan, became)
     if image_id(engine, plan.build_tag) is None:
-        say(f"building the {plan.kind} stand-in on Debian {plan.suite} (apt over http, about 20-60 s)…")
+        say(f"building the {plan.kind} stand-in on Debian {plan.suite}" + (" (apt over http, about 20-60 s)…" if plan.kind == "python" else "…"))
         _build(engine, containerfile(plan), plan.build_tag, {f"{LABEL}.base": base}, f"the {plan.kind} stand-in on {plan.suite}")
     debian, python = _probe(engine, plan.build_tag, plan.kind)
     became = f"Debian {plan.suite}" + (f", Python {python}" if plan.kind == "python" else f" {debian}")
