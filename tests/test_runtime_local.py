@@ -83,3 +83,19 @@ def test_session_container_has_no_network_limits_and_state(sandbox):
 def test_harbor_podman_stays_selectable(sandbox, tmp_path):
     (o,) = asyncio.run(run_trials([TrialSpec(task_dir=HELLO, agent="oracle", env=f"harbor:{sandbox}", trials_dir=tmp_path)]))
     assert o.error_kind is ErrorKind.OK and o.reward == 1.0, o.error_message
+
+
+@pytest.mark.sandbox
+def test_a_failed_build_leaves_no_images(sandbox, tmp_path):
+    from envevo.runtime._image_cache import build_cached_image
+
+    (tmp_path / "Dockerfile").write_text(f"FROM debian:bookworm-slim\nRUN echo {tmp_path.name} > /a\nRUN echo b > /b\nRUN exit 3\n")
+
+    def images() -> set[str]:
+        return set(subprocess.run([sandbox, "images", "-a", "-q", "--no-trunc"], capture_output=True, text=True).stdout.split())
+
+    before = images()
+    ok, _tag, output = asyncio.run(build_cached_image(sandbox, tmp_path))
+    assert not ok and "exit status 3" in output
+    assert output.count("--> ") >= 2  # two steps were committed before the failure
+    assert images() - before == set()

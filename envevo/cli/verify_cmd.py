@@ -47,6 +47,24 @@ def preflight(env: str) -> None:
         from envevo.runtime import sweep_orphans
 
         sweep_orphans(engine)  # sandboxes left by a killed envevo process on this host
+        _image_budget(engine)
+
+
+def _image_budget(engine: str, every_sec: float = 600) -> None:
+    """Keep envevo's image cache under its budget (oldest first); measured at most every 10 minutes (~1 s)."""
+    import time
+
+    from envevo.sandbox import enforce_budget, home
+
+    stamp = home() / "image-budget.stamp"
+    if stamp.is_file() and time.time() - stamp.stat().st_mtime < every_sec:
+        return
+    result = enforce_budget(engine)
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    stamp.touch()
+    if result.removed:
+        err.print(f"image budget: removed {len(result.removed)} cached image(s), "
+                  f"{result.bytes_before / 1e9:.1f} → {result.bytes_after / 1e9:.1f} GB (envevo doctor --prune to trim more)")
 
 
 @user_errors

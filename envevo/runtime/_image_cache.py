@@ -3,13 +3,14 @@
 The tag is derived from the environment's content (`localhost/envevo-cache:<digest>`), so an edited task gets a
 new one and every later trial, shell or exploit of the same content starts from the cached image. Images carry
 the label `envevo.cache=1`, so the image budget (envevo/sandbox) can find and prune them. A failed build leaves
-no intermediate containers (`--force-rm`); dangling layers it left are pruned by the budget.
+no intermediate containers (`--force-rm`) and no intermediate images (removed right after it fails).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 import weakref
 from pathlib import Path
 
@@ -58,7 +59,24 @@ async def build_cached_image(engine: str, env_dir: Path, *, force: bool = False,
             proc.kill()
             await proc.wait()
             raise
-        return proc.returncode == 0, tag, out.decode(errors="replace")
+        output = out.decode(errors="replace")
+        if proc.returncode != 0:
+            await _remove_layers(engine, output)
+        return proc.returncode == 0, tag, output
+
+
+# podman prints "--> <id>" after each step it commits; a failed build leaves those layers behind, untagged.
+_STEP_IMAGE = re.compile(r"^--> ([0-9a-f]{6,64})\s*$", re.M)
+
+
+async def _remove_layers(engine: str, output: str) -> None:
+    """Remove the intermediate images a failed build committed. An id another image still builds on is kept
+    (the engine refuses to remove it), so nothing shared is lost."""
+    ids = list(dict.fromkeys(_STEP_IMAGE.findall(output)))
+    for image in reversed(ids):  # children before parents
+        proc = await asyncio.create_subprocess_exec(engine, "rmi", image, stdout=asyncio.subprocess.DEVNULL,
+                                                    stderr=asyncio.subprocess.DEVNULL)
+        await proc.wait()
 
 
 class ImageCache:
