@@ -309,3 +309,27 @@ def test_oracle_whose_tests_never_ran_is_inconclusive_not_failed(tmp_path):
     d2 = trial(tmp_path, "FAIL answer\n", name="t2")
     rep = OracleVerifier(repeats=2).judge([outcome(d, agent="oracle"), outcome(d2, agent="oracle")])
     assert not rep.passed and not rep.inconclusive
+
+
+UNITTEST_FAILED = """\
+test_totals (test_outputs.TestTotals.test_totals) ... FAIL
+
+======================================================================
+FAIL: test_totals (test_outputs.TestTotals.test_totals)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "/tests/test_outputs.py", line 19, in test_totals
+AssertionError: 1234.5 != 1235.5 within 2 places (1.0 difference)
+
+----------------------------------------------------------------------
+Ran 2 tests in 0.001s
+
+FAILED (failures=1)
+"""
+
+
+def test_a_unittest_failure_is_evidence_and_its_assertion_is_quoted(tmp_path):
+    d = trial(tmp_path, UNITTEST_FAILED)
+    assert judge_nop(d).passed
+    rep = OracleVerifier(repeats=1).judge([outcome(d, agent="oracle")])
+    assert "FAIL: test_totals" in rep.reasons[0] and "AssertionError: 1234.5 != 1235.5" in rep.reasons[0]

@@ -120,7 +120,7 @@ def difficulty(
     model: str | None = typer.Option(None, "--model", help="With --weakness: which model of that agent."),
 ) -> None:
     """Model-free difficulty D_T = Σ [−log p_T(σ|g) − log p_T(κ|σ,g)] of tasks, or of every generation of a run."""
-    from envevo.cli.verify_cmd import expand_task_args
+    from envevo.task import expand_task_dirs
 
     if not target.exists():
         raise UserError(f"{target} does not exist; pass a task dir or the --out dir of an `envevo evolve` run")
@@ -131,7 +131,7 @@ def difficulty(
     if _is_run(target):
         kind, rows = "run", run_rows(target, p)
     else:
-        kind, rows = "tasks", task_rows(expand_task_args([target]), p, extract_model, base_url)
+        kind, rows = "tasks", task_rows(expand_task_dirs([target]), p, extract_model, base_url)
     if json_out:
         info = {"estimator_info": p.describe()} if hasattr(p, "describe") else {}
         print_json({"kind": kind, "target": str(target.resolve()), "estimator": rows[0]["estimator"] if rows else p.name,

@@ -8,7 +8,8 @@ import typer
 from rich.table import Table
 
 from envevo.cli._common import err, out, print_json, user_errors
-from envevo.sandbox import Doctor, Status, images_of, task_dirs_of
+from envevo.sandbox import Doctor, Status, images_of
+from envevo.task import expand_task_dirs
 
 _STYLE = {Status.OK: "green", Status.FIXED: "yellow", Status.WARN: "yellow", Status.FAIL: "bold red"}
 
@@ -55,7 +56,7 @@ def doctor(
     missing = [t for t in tasks if not t.exists()]
     if missing:
         raise UserError(f"task path {missing[0]} does not exist")
-    task_dirs = task_dirs_of(tasks)
+    task_dirs = expand_task_dirs(tasks)
     images = list(dict.fromkeys([*images_of(task_dirs), *image])) or None
     doc_kw = {"images": images} if images else {}
     if not json_out:

@@ -45,7 +45,8 @@ def rollout(
     A real agent's model runs wherever --base-url points; the agent itself runs here, its commands in the sandbox.
     Turns, tokens and cost of every rollout are recorded in the store.
     """
-    from envevo.cli.verify_cmd import expand_task_args, preflight
+    from envevo.cli.verify_cmd import preflight
+    from envevo.task import expand_task_dirs
     from envevo.rollout import dir_targets, rollout as run, run_targets
     from envevo.rollout._run import check_agent, parse_agent_kwargs
     from envevo.store import LineageStore
@@ -62,7 +63,7 @@ def rollout(
         raise UserError("--store is for task dirs; a RUN dir records rollouts in its own store")
     store = LineageStore.open(targets[0] if is_run else store_dir, create=not is_run) if (is_run or store_dir) else None
     try:
-        tasks = run_targets(store) if is_run else dir_targets(expand_task_args(targets))
+        tasks = run_targets(store) if is_run else dir_targets(expand_task_dirs(targets))
         if not tasks:
             raise UserError("no tasks to roll out (a RUN needs verified versions)")
         base = store.run_dir if store is not None else Path("jobs")
@@ -130,12 +131,13 @@ def select(
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Select seeds: hard for the agent (pass ≤ --max-pass, turns ≥ --min-turns) and sound (oracle, invalid-test)."""
-    from envevo.cli.verify_cmd import expand_task_args, preflight
+    from envevo.cli.verify_cmd import preflight
+    from envevo.task import expand_task_dirs
     from envevo.rollout import dir_targets, summarize
     from envevo.store import LineageStore
 
     limit = parse_fraction(max_pass)
-    targets = dir_targets(expand_task_args(tasks))
+    targets = dir_targets(expand_task_dirs(tasks))
     with LineageStore.open(rollouts_run, create=False) as store:
         rows = {t.task_hash: store.rollouts(t.task_hash) for t in targets}
     agents = sorted({(r.agent, r.model) for rs in rows.values() for r in rs if agent is None or r.agent == agent})

@@ -14,21 +14,6 @@ from envevo.cli._common import err, out, print_json, progress, user_errors
 from envevo.errors import UserError
 
 
-def expand_task_args(paths: list[Path]) -> list[Path]:
-    """Task dirs as given; a folder that is not a task itself but holds tasks stands for all of them."""
-    from envevo.task import looks_like_task
-
-    found: list[Path] = []
-    for p in paths:
-        if p.is_dir() and not looks_like_task(p):
-            children = sorted(c for c in p.iterdir() if c.is_dir() and looks_like_task(c))
-            if children:
-                found.extend(children)
-                continue
-        found.append(p)
-    return found
-
-
 def preflight(env: str) -> None:
     """Fail in one line before any work: an unknown --env, or a local engine that is clearly unusable."""
     import shutil
@@ -79,12 +64,12 @@ def verify(
     json_out: bool = typer.Option(False, "--json", help="Print one JSON list, one object per task."),
 ) -> None:
     """Check each task in real containers: the reference solution passes (oracle) and an empty one fails (invalid-test)."""
-    from envevo.task import load_image_map, load_task, prepare_runnable
+    from envevo.task import expand_task_dirs, load_image_map, load_task, prepare_runnable
     from envevo.verify import default_verifiers, verify_tasks
 
     preflight(env)
     mapping = load_image_map(image_map, config)
-    task_dirs = expand_task_args(tasks)
+    task_dirs = expand_task_dirs(tasks)
     loaded = [load_task(p) for p in task_dirs]  # every task is validated before any container starts
     names = [t.name for t in loaded]
     if len(set(names)) != len(names):

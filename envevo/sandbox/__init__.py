@@ -1,7 +1,7 @@
 """Host-side sandbox preparation: the engine, its settings, base images and stand-ins, leftover containers,
 the image budget, and trust of a TLS-intercepting proxy's CA."""
 
-from envevo.sandbox._doctor import Check, Doctor, Status, images_of, task_dirs_of
+from envevo.sandbox._doctor import Check, Doctor, Status, images_of
 from envevo.sandbox._paths import activate, containers_conf, home
 from envevo.sandbox._prune import LocalImage, PruneResult, enforce_budget, prune, select_prune
 from envevo.sandbox._refs import ImageRef, dockerfile_bases, parse_ref
@@ -20,5 +20,5 @@ __all__ = [
     "Check", "Doctor", "ImageRef", "LocalImage", "PruneResult", "StandinEntry", "StandinPlan", "Status",
     "activate", "choose_python_suite", "containers_conf", "dockerfile_bases", "enforce_budget", "ensure_standin",
     "home", "images_of", "load_registry", "parse_ref", "plan_standin", "prune", "select_prune", "standins_for",
-    "task_dirs_of", "ubuntu_suite",
+    "ubuntu_suite",
 ]

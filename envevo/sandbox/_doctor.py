@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from envevo.errors import UserError
+from envevo.task import expand_task_dirs
 from envevo.sandbox import _paths
 from envevo.sandbox import _tls
 from envevo.sandbox._base_image import canonical
@@ -308,21 +309,6 @@ class Doctor:
                      detail=f"{len(left)} envevo container(s) running" if left else "none")
 
 
-def task_dirs_of(paths: Iterable[Path]) -> list[Path]:
-    """Task dirs (Harbor or Terminal-Bench 1) as given; a folder of tasks stands for all of them."""
-    from envevo.task import looks_like_task
-
-    found: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir() and not looks_like_task(p):
-            children = sorted(c for c in p.iterdir() if c.is_dir() and looks_like_task(c))
-            if children:
-                found.extend(children)
-                continue
-        found.append(p)
-    return found
-
-
 def images_of(task_dirs: Iterable[Path]) -> list[str]:
     """External images the tasks build FROM or name (build stages excluded, ARG defaults expanded).
 
@@ -333,7 +319,7 @@ def images_of(task_dirs: Iterable[Path]) -> list[str]:
     from envevo.task import load_task, task_images
 
     images: list[str] = []
-    for d in task_dirs_of(task_dirs):
+    for d in expand_task_dirs(task_dirs):
         try:
             images.extend(task_images(load_task(d)))
         except TaskError:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from envevo.task import expand_image_args
+
 DOCKER_HUB = "docker.io"
 # Registries that serve Docker Hub's official ("library") images under another prefix.
 _LIBRARY_MIRRORS = (
@@ -94,27 +96,6 @@ def parse_ref(reference: str) -> ImageRef:
 
 _FROM = re.compile(r"^\s*FROM\s+(?P<flags>(?:--\S+\s+)*)(?P<image>[^\s#]+)(?:\s+AS\s+(?P<stage>\S+))?", re.IGNORECASE)
 _ARG = re.compile(r"^\s*ARG\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:=(?P<q>[\"']?)(?P<value>[^\s\"']*)(?P=q))?\s*$", re.IGNORECASE)
-_VAR = re.compile(r"\$(?:\{(?P<a>[A-Za-z_][A-Za-z0-9_]*)(?::?-(?P<d>[^}]*))?\}|(?P<b>[A-Za-z_][A-Za-z0-9_]*))")
-
-
-def expand_args(value: str, args: dict[str, str]) -> str | None:
-    """``${NAME}``, ``$NAME`` and ``${NAME:-default}`` from ARG defaults; None if a variable has no value."""
-    missing = False
-
-    def sub(m: re.Match) -> str:
-        nonlocal missing
-        name = m["a"] or m["b"]
-        if name in args and args[name]:
-            return args[name]
-        if m["d"] is not None:
-            return m["d"]
-        missing = True
-        return ""
-
-    out = _VAR.sub(sub, value)
-    return None if missing else out
-
-
 def dockerfile_bases(text: str) -> list[str]:
     """External images a Dockerfile builds FROM, in order: build stages skipped, ARG defaults expanded,
     CRLF line ends and ``FROM --platform=… x AS y`` handled. Unresolvable references are skipped."""
@@ -131,7 +112,7 @@ def dockerfile_bases(text: str) -> list[str]:
         if m := _FROM.match(line):
             seen_from = True
             image = m["image"]
-            expanded = expand_args(image, args) if "$" in image else image
+            expanded = expand_image_args(image, args) if "$" in image else image
             if expanded and expanded.lower() not in stages and expanded.lower() != "scratch":
                 found.append(expanded)
             if m["stage"]:

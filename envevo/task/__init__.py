@@ -12,6 +12,7 @@ from envevo.task._files import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_TOTAL_BYTES, 
 from envevo.task._images import (
     ImageMap,
     canonical_image,
+    expand_image_args,
     image_map_from_file,
     image_map_from_specs,
     load_image_map,
@@ -23,7 +24,7 @@ from envevo.task._images import (
     rewrite_images,
     task_images,
 )
-from envevo.task._load import content_hash, detect_format, dir_hash, load_task, looks_like_task, save
+from envevo.task._load import expand_task_dirs, content_hash, detect_format, dir_hash, load_task, looks_like_task, save
 from envevo.task._model import Task
 
 __all__ = [
@@ -39,6 +40,8 @@ __all__ = [
     "TaskDiff",
     "TaskFile",
     "canonical_image",
+    "expand_image_args",
+    "expand_task_dirs",
     "check_component",
     "component_of",
     "content_hash",

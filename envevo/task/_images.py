@@ -253,7 +253,7 @@ _GLOBAL_ARG = re.compile(r"^\s*ARG\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<q>[\"'
 _VAR = re.compile(r"\$(?:\{(?P<a>[A-Za-z_][A-Za-z0-9_]*)(?::?-(?P<d>[^}]*))?\}|(?P<b>[A-Za-z_][A-Za-z0-9_]*))")
 
 
-def _expand(image: str, args: dict[str, str]) -> str | None:
+def expand_image_args(image: str, args: dict[str, str]) -> str | None:
     """``${X}``, ``$X`` and ``${X:-default}`` from global ARG defaults; None when a variable has no value."""
     missing = False
 
@@ -291,7 +291,7 @@ def task_images(task: Task) -> list[str]:
                     args[m["name"]] = m["value"]
                 elif m := _FROM.match(line):
                     seen_from = True
-                    image = _expand(m["image"], args) if "$" in m["image"] else m["image"]
+                    image = expand_image_args(m["image"], args) if "$" in m["image"] else m["image"]
                     if image and image.lower() not in stages and image.lower() != "scratch":
                         found.append(image)
                     if a := _AS.match(m["tail"]):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from envevo.errors import TaskError
@@ -24,6 +25,20 @@ from envevo.task._tb1 import convert_tb1
 # Every Harbor field has a default, so a dir with Harbor's layout but no task.toml is still a
 # Harbor task (with default settings); saving it writes the task.toml.
 _HARBOR_MARKERS = ("instruction.md", "environment", "tests", "steps")
+
+
+def expand_task_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Task dirs (Harbor or Terminal-Bench 1) as given; a folder that is not a task itself but holds tasks
+    stands for all of them (a dataset folder)."""
+    found: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir() and not looks_like_task(p):
+            children = sorted(c for c in p.iterdir() if c.is_dir() and looks_like_task(c))
+            if children:
+                found.extend(children)
+                continue
+        found.append(p)
+    return found
 
 
 def looks_like_task(path: str | os.PathLike[str]) -> bool:

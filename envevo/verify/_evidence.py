@@ -355,6 +355,8 @@ def build_error(*texts: str, context: int = 4) -> str | None:
 
 
 def pytest_failure_lines(text: str, n: int = 8) -> list[str]:
-    """pytest's assertion lines (``E   assert 3 == 4``) and short-summary ``FAILED`` lines, last n."""
-    keep = [ln for ln in clean_lines(text) if re.match(r"^E\s{2,}\S|^FAILED \S|^ERROR \S", ln)]
+    """The lines that say which tests failed and why, last n: pytest's assertion lines (``E   assert 3 == 4``) and
+    short-summary ``FAILED`` lines, unittest's ``FAIL: test_x`` headers and ``AssertionError: …`` lines."""
+    keep = [ln for ln in clean_lines(text)
+            if re.match(r"^E\s{2,}\S|^FAILED \S|^ERROR \S|^(?:FAIL|ERROR): \S|^\w*(?:Assertion)?Error: ", ln)]
     return keep[-n:]
