@@ -9,7 +9,10 @@ floor:   the same three runs with bare podman: run a container from the already-
 All sides run warm (images built first, untimed) and side by side in one process, in turn, so machine noise
 hits all of them. Prints the medians and the ratios to the floor.
 
-    python benchmarks/verify_latency.py [TASK_DIR] [--rounds N] [--json]
+With `--sim-rollouts K`, it also runs K simulated-agent rollouts (sim-medium, SIMULATION) on each path, one
+after the other, and prints rollouts per hour for both.
+
+    python benchmarks/verify_latency.py [TASK_DIR] [--rounds N] [--no-harbor] [--sim-rollouts K] [--json]
 """
 
 from __future__ import annotations
@@ -83,17 +86,40 @@ async def envevo_verify(task: Path, jobs: Path, env: str = ENGINE) -> float:
     return time.monotonic() - t0
 
 
+def public_copy(task: Path, dest_root: Path) -> Path:
+    """A copy of `task` with internet on: Harbor's podman environment rejects no-network tasks."""
+    public = dest_root / task.name
+    shutil.copytree(task, public)
+    toml = public / "task.toml"
+    toml.write_text("\n".join(line for line in toml.read_text().splitlines()
+                              if not line.replace(" ", "").startswith(("network_mode=", "allow_internet="))) + "\n")
+    return public
+
+
+async def sim_rollouts(task: Path, k: int, env: str, trials: Path) -> float:
+    """Rollouts per hour of sim-medium on `task` through `env`, k rollouts at the verifier's concurrency."""
+    from envevo.rollout import dir_targets, rollout
+
+    t0 = time.monotonic()
+    (summary,) = await rollout(dir_targets([task]), "sim-medium", None, k, env=env, concurrency=3, trials_dir=trials)
+    if summary.n != k:
+        raise SystemExit(f"sim rollouts on {env}: only {summary.n} of {k} counted ({summary.errors})")
+    return 3600 * k / (time.monotonic() - t0)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("task", nargs="?", type=Path, default=ROOT / "examples" / "seeds" / "csv-etl")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-harbor", action="store_true", help="skip Harbor's own podman path (slow)")
+    ap.add_argument("--sim-rollouts", type=int, default=0, metavar="K", help="also time K sim-medium rollouts per path")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     activate()
     task = args.task.resolve()
     image = build_image(task)
     ours, base, harbor = [], [], []
+    per_hour: dict[str, float] = {}
 
     async def rounds(tmp: Path) -> None:
         # One event loop for the whole run: Harbor keeps loop-bound locks at module level.
@@ -105,14 +131,19 @@ def main() -> None:
             ours.append(await envevo_verify(task, tmp / f"r{i}"))
             if not args.no_harbor:
                 harbor.append(await envevo_verify(public, tmp / f"h{i}", env=f"harbor:{ENGINE}"))
+        if args.sim_rollouts:
+            # Simulated agents act on procedural tasks only: the demo's seed (L=3, seed 7).
+            seed = tmp / "sim" / "seed"
+            sh(sys.executable, "-m", "envevo.cli", "seed", "procedural", str(seed), "--length", "3", "--seed", "7")
+            seed_public = public_copy(seed, tmp / "sim" / "public")
+            await sim_rollouts(seed, 1, ENGINE, tmp / "sim-warm")  # builds the image; untimed
+            per_hour["default"] = await sim_rollouts(seed, args.sim_rollouts, ENGINE, tmp / "sim-d")
+            if not args.no_harbor:
+                per_hour["harbor_podman"] = await sim_rollouts(seed_public, args.sim_rollouts, f"harbor:{ENGINE}", tmp / "sim-h")
 
     with tempfile.TemporaryDirectory() as tmp:
         # Harbor's podman environment rejects no-network tasks, so its side runs a copy with internet on.
-        public = Path(tmp) / "public" / task.name
-        shutil.copytree(task, public)
-        toml = public / "task.toml"
-        toml.write_text("\n".join(line for line in toml.read_text().splitlines()
-                                  if not line.replace(" ", "").startswith(("network_mode=", "allow_internet="))) + "\n")
+        public = public_copy(task, Path(tmp) / "public")
         asyncio.run(rounds(Path(tmp)))
     result = {
         "task": task.name,
@@ -123,6 +154,8 @@ def main() -> None:
         "envevo_all_s": [round(x, 2) for x in ours],
         "floor_all_s": [round(x, 2) for x in base],
     }
+    if per_hour:
+        result["sim_rollouts_per_hour"] = {k: round(v) for k, v in per_hour.items()}
     if harbor:
         result |= {"harbor_podman_s": round(statistics.median(harbor), 2),
                    "harbor_ratio": round(statistics.median(harbor) / statistics.median(base), 2),
@@ -136,6 +169,8 @@ def main() -> None:
             print(f"  harbor:podman           : {result['harbor_podman_s']:6.2f} s   {result['harbor_all_s']}   "
                   f"{result['harbor_ratio']:.2f}x floor")
         print(f"  podman floor            : {result['floor_s']:6.2f} s   {result['floor_all_s']}")
+        for path, rate in per_hour.items():
+            print(f"  sim-medium rollouts/h (SIMULATION), {path}: {rate:.0f}")
 
 
 if __name__ == "__main__":
