@@ -18,6 +18,7 @@ class EvolveConfig(BaseModel):
     env_budget: int = Field(3, ge=1, description="Modifier→verifiers rounds per accepted plan")
     env: str = "podman"
     repeats: int = Field(2, ge=1, description="oracle runs per candidate")
+    red_team: str = Field("off", description="exploit agents on every candidate: on, off, or sample:N")
     trial_concurrency: int = Field(3, ge=1, description="trials running at once across all lineages")
     lineage_concurrency: int = Field(1, ge=1, description="lineages evolving at once")
     models: dict[str, str] = Field(default_factory=dict, description="LLM engine: role -> provider:name")

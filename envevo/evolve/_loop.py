@@ -21,7 +21,7 @@ from envevo.evolve._engine import CandidateFailed, Engine, EngineStop, Generatio
 from envevo.store import LineageStore
 from envevo.task import Task, save
 from envevo.trace import Direction, check_direction, check_effort, difficulty
-from envevo.verify import InvalidTestVerifier, OracleVerifier, TaskVerifier, TrialVerifier, verify_candidate
+from envevo.verify import TaskVerifier, TrialVerifier, default_verifiers, verify_candidate
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class LineageRunner:
         self.checks = list(checks)
         self.gate = gate or asyncio.Semaphore(config.trial_concurrency)
         self.on_event = on_event or (lambda e: None)
-        self.verifiers = list(verifiers) if verifiers is not None else [OracleVerifier(repeats=config.repeats), InvalidTestVerifier()]
+        self.verifiers = list(verifiers) if verifiers is not None else default_verifiers(config.repeats, red_team=config.red_team)
 
     async def run(self, lineage: str) -> str:
         """Evolve one lineage up to the configured generation count; returns its final status."""
@@ -187,7 +187,7 @@ async def start_lineages(
     """
     on_event = on_event or (lambda e: None)
     gate = asyncio.Semaphore(config.trial_concurrency)
-    verifiers = list(verifiers) if verifiers is not None else [OracleVerifier(repeats=config.repeats), InvalidTestVerifier()]
+    verifiers = list(verifiers) if verifiers is not None else default_verifiers(config.repeats, red_team=config.red_team)
     known = {lin.seed_name: lin for lin in store.lineages()}
     todo: list[str] = []
 

@@ -13,7 +13,10 @@ from envevo.verify._verdict import Verdict
 from envevo.verify._verifiers import InvalidTestVerifier, OracleVerifier, TrialVerifier
 
 
-def default_verifiers(repeats: int = 2) -> list[TrialVerifier]:
+def default_verifiers(repeats: int = 2, red_team: str = "off") -> list[TrialVerifier]:
+    """The container verifiers of a candidate: oracle and invalid-test, plus the red team when `red_team` is on."""
+    if red_team != "off":
+        raise ValueError(f"--red-team {red_team!r} is not available yet; use off")
     return [OracleVerifier(repeats=repeats), InvalidTestVerifier()]
 
 
