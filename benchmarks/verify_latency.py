@@ -86,6 +86,21 @@ async def envevo_verify(task: Path, jobs: Path, env: str = ENGINE) -> float:
     return time.monotonic() - t0
 
 
+async def red_team_cost(task: Path, jobs: Path) -> dict[str, float]:
+    """--red-team: seconds of the oracle verifier alone, the red team alone, and a whole verification with it on.
+
+    The red team's verdict is not required to pass: the cost is the same whether the exploits break the task or not."""
+    from envevo.verify import OracleVerifier, RedTeamVerifier, default_verifiers
+
+    out = {}
+    for key, verifiers in (("oracle", [OracleVerifier(repeats=2)]), ("red_team", [RedTeamVerifier()]),
+                           ("verify_red_team", default_verifiers(2, red_team="on"))):
+        t0 = time.monotonic()
+        await verify_tasks([(task.name, task)], jobs / key, env=ENGINE, verifiers=verifiers, concurrency=3)
+        out[key] = time.monotonic() - t0
+    return out
+
+
 def public_copy(task: Path, dest_root: Path) -> Path:
     """A copy of `task` with internet on: Harbor's podman environment rejects no-network tasks."""
     public = dest_root / task.name
@@ -113,6 +128,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-harbor", action="store_true", help="skip Harbor's own podman path (slow)")
     ap.add_argument("--sim-rollouts", type=int, default=0, metavar="K", help="also time K sim-medium rollouts per path")
+    ap.add_argument("--red-team", action="store_true", help="also time the red team: alone, against the oracle verifier, and in a whole verification")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     activate()
@@ -120,6 +136,7 @@ def main() -> None:
     image = build_image(task)
     ours, base, harbor = [], [], []
     per_hour: dict[str, float] = {}
+    red: list[dict[str, float]] = []
 
     async def rounds(tmp: Path) -> None:
         # One event loop for the whole run: Harbor keeps loop-bound locks at module level.
@@ -131,6 +148,8 @@ def main() -> None:
             ours.append(await envevo_verify(task, tmp / f"r{i}"))
             if not args.no_harbor:
                 harbor.append(await envevo_verify(public, tmp / f"h{i}", env=f"harbor:{ENGINE}"))
+            if args.red_team:
+                red.append(await red_team_cost(task, tmp / f"rt{i}"))
         if args.sim_rollouts:
             # Simulated agents act on procedural tasks only: the demo's seed (L=3, seed 7).
             seed = tmp / "sim" / "seed"
@@ -160,6 +179,13 @@ def main() -> None:
         result |= {"harbor_podman_s": round(statistics.median(harbor), 2),
                    "harbor_ratio": round(statistics.median(harbor) / statistics.median(base), 2),
                    "harbor_all_s": [round(x, 2) for x in harbor]}
+    if red:
+        med = {k: statistics.median(r[k] for r in red) for k in red[0]}
+        result["red_team"] = {"oracle_s": round(med["oracle"], 2), "red_team_s": round(med["red_team"], 2),
+                              "red_team_over_oracle": round(med["red_team"] / med["oracle"], 2),
+                              "verify_with_red_team_s": round(med["verify_red_team"], 2),
+                              "verify_with_red_team_over_default": round(med["verify_red_team"] / statistics.median(ours), 2),
+                              "all": [{k: round(v, 2) for k, v in r.items()} for r in red]}
     if args.json:
         print(json.dumps(result))
     else:
@@ -169,6 +195,11 @@ def main() -> None:
             print(f"  harbor:podman           : {result['harbor_podman_s']:6.2f} s   {result['harbor_all_s']}   "
                   f"{result['harbor_ratio']:.2f}x floor")
         print(f"  podman floor            : {result['floor_s']:6.2f} s   {result['floor_all_s']}")
+        if red:
+            r = result["red_team"]
+            print(f"  red team (4 trial exploits + peeking): {r['red_team_s']:6.2f} s = {r['red_team_over_oracle']:.2f}x the oracle "
+                  f"verifier ({r['oracle_s']:.2f} s); verify with --red-team on: {r['verify_with_red_team_s']:.2f} s "
+                  f"= {r['verify_with_red_team_over_default']:.2f}x verify without")
         for path, rate in per_hour.items():
             print(f"  sim-medium rollouts/h (SIMULATION), {path}: {rate:.0f}")
 

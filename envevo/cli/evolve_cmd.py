@@ -88,6 +88,8 @@ def evolve(
     trial_concurrency: int = typer.Option(3, "--trial-concurrency", min=1, help="Sandbox trials at once, across lineages."),
     env: str = typer.Option("podman", "--env", help="Harbor environment for verification."),
     repeats: int = typer.Option(2, "--repeats", min=1, help="Oracle runs per candidate."),
+    red_team: str = typer.Option("off", "--red-team", help="Exploit agents on every candidate (reward forgery, runner hijack, "
+                                 "tool shadowing, output guessing, peeking); each must score 0: on, off, or sample:N."),
     plan_budget: int = typer.Option(3, "--plan-budget", min=1, help="Proposer→Reviewer rounds per direction."),
     env_budget: int = typer.Option(3, "--env-budget", min=1, help="Modifier→verifier rounds per plan."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary per lineage."),
@@ -113,6 +115,12 @@ def evolve(
     from envevo.store import LineageStore
     from envevo.task import load_task
 
+    from envevo.verify import parse_red_team
+
+    try:
+        parse_red_team(red_team)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
     preflight(env)
     llm = dict(config=llm_config, model=model, base_url=base_url, api_key_env=api_key_env, role_model=role_model,
                max_cost=max_cost, max_tokens=max_tokens, rubric=rubric)
@@ -122,7 +130,7 @@ def evolve(
     given = EvolveConfig(
         engine=engine_name, generations=generations, effort=effort, seed=seed, directions=parse_directions(directions),
         plan_budget=plan_budget,
-        env_budget=env_budget, env=env, repeats=repeats, trial_concurrency=trial_concurrency,
+        env_budget=env_budget, env=env, repeats=repeats, red_team=red_team, trial_concurrency=trial_concurrency,
         lineage_concurrency=concurrency,
         # Recorded so that --resume refuses to continue a lineage with different models.
         models={role: spec.label for role, spec in engine.runtime.specs().items()} if engine_name == "llm" else {},

@@ -27,6 +27,7 @@ def _root(version: bool = typer.Option(False, "--version", help="Print the versi
 def _register() -> None:
     from envevo.cli import (
         analyze_cmd,
+        audit_cmd,
         difficulty_cmd,
         doctor_cmd,
         evolve_cmd,
@@ -41,6 +42,7 @@ def _register() -> None:
 
     app.command("doctor")(doctor_cmd.doctor)
     app.command("verify")(verify_cmd.verify)
+    app.command("audit")(audit_cmd.audit)
     app.add_typer(seed_cmd.seed_app, name="seed")
     app.command("evolve")(evolve_cmd.evolve)
     app.command("report")(evolve_cmd.report)

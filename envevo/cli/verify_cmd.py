@@ -61,12 +61,19 @@ def verify(
     image_map: list[str] = typer.Option([], "--image-map", help="Rewrite a base image, e.g. ubuntu:24.04=registry.local/ubuntu:24.04 (repeatable)."),
     config: Path | None = typer.Option(None, "--config", help="envevo.toml with an [images] table (default: ./envevo.toml if present)."),
     jobs_dir: Path | None = typer.Option(None, "--jobs-dir", help="Where trial logs go (default: ./jobs/verify-<time>)."),
+    red_team: str = typer.Option("off", "--red-team", help="Exploit agents (reward forgery, runner hijack, tool shadowing, output guessing, peeking) must all score 0: on, off, or sample:N."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON list, one object per task."),
 ) -> None:
-    """Check each task in real containers: the reference solution passes (oracle) and an empty one fails (invalid-test)."""
+    """Check each task in real containers: the reference solution passes (oracle), an empty one fails (invalid-test), and, with --red-team, no exploit passes."""
     from envevo.task import expand_task_dirs, load_image_map, load_task, prepare_runnable
     from envevo.verify import default_verifiers, verify_tasks
 
+    from envevo.verify import parse_red_team
+
+    try:
+        parse_red_team(red_team)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
     preflight(env)
     mapping = load_image_map(image_map, config)
     task_dirs = expand_task_dirs(tasks)
@@ -86,8 +93,8 @@ def verify(
     runnable = [(t.name, prepare_runnable(t, standins[t.name][0].merged(mapping) if standins else mapping, jobs / "_tasks"))
                 for t in loaded]
 
-    verifiers = default_verifiers(repeats)
-    total = len(runnable) * sum(len(v.trial_specs(Path("."), env, jobs)) for v in verifiers)
+    verifiers = default_verifiers(repeats, red_team=red_team)
+    total = sum(len(v.trial_specs(d, env, jobs / n)) for n, d in runnable for v in verifiers)
     t0 = time.monotonic()
     with progress(f"verifying {len(runnable)} task(s)", total) as advance:
         verdicts = asyncio.run(
@@ -106,7 +113,8 @@ def verify(
         from rich.markup import escape
 
         table = Table(title=f"envevo verify ({env}, oracle ×{repeats}, {wall:.0f} s)")
-        for col in ("task", "status", "oracle", "invalid-test", "reasons"):
+        cols = ["task", "status", "oracle", "invalid-test"] + (["red team"] if "red_team" in verdicts[0].reports else []) + ["reasons"]
+        for col in cols:
             table.add_column(col, overflow="fold")
         status = {"ok": "[green]ok[/]", "fail": "[bold red]FAIL[/]", "inconclusive": "[yellow]inconclusive[/]"}
 
@@ -115,10 +123,10 @@ def verify(
 
         for v in verdicts:
             notes = [f"substituted: {s}" for s in v.substitutions] + v.reasons
-            table.add_row(
-                v.task, status[v.status], mark(v.reports["oracle"]), mark(v.reports["invalid_test"]),
-                escape("\n".join(notes)) or "-",
-            )
+            marks = [mark(v.reports["oracle"]), mark(v.reports["invalid_test"])]
+            if "red_team" in v.reports:
+                marks.append(mark(v.reports["red_team"]))
+            table.add_row(v.task, status[v.status], *marks, escape("\n".join(notes)) or "-")
         out.print(table)
         err.print(f"trial logs: {jobs}")
     raise typer.Exit(0 if all(v.ok for v in verdicts) else 1)

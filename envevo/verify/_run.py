@@ -8,16 +8,20 @@ from pathlib import Path
 
 from envevo.runtime import TrialOutcome, TrialSpec
 from envevo.task import Task
+from envevo.verify._redteam import RedTeamVerifier, parse_red_team
 from envevo.verify._rubric import TaskVerifier
 from envevo.verify._verdict import Verdict
 from envevo.verify._verifiers import InvalidTestVerifier, OracleVerifier, TrialVerifier
 
 
 def default_verifiers(repeats: int = 2, red_team: str = "off") -> list[TrialVerifier]:
-    """The container verifiers of a candidate: oracle and invalid-test, plus the red team when `red_team` is on."""
-    if red_team != "off":
-        raise ValueError(f"--red-team {red_team!r} is not available yet; use off")
-    return [OracleVerifier(repeats=repeats), InvalidTestVerifier()]
+    """The container verifiers of a candidate: oracle and invalid-test, plus the red team when `red_team` is
+    `on` (every exploit) or `sample:N` (a deterministic sample of N exploits per candidate)."""
+    on, sample = parse_red_team(red_team)
+    verifiers: list[TrialVerifier] = [OracleVerifier(repeats=repeats), InvalidTestVerifier()]
+    if on:
+        verifiers.append(RedTeamVerifier(sample=sample))
+    return verifiers
 
 
 async def verify_tasks(
@@ -51,7 +55,9 @@ async def verify_tasks(
         reports = {}
         for v in verifiers:
             runs = [o for (ti, vn, _), o in zip(plan, outcomes) if ti == i and vn == v.name]
-            reports[v.name] = v.judge(runs)
+            # A verifier that also reads the task's files (the red team's static exploits) judges with its dir.
+            judge_task = getattr(v, "judge_task", None)
+            reports[v.name] = judge_task(task_dir, runs) if judge_task is not None else v.judge(runs)
         verdicts.append(
             Verdict(
                 task=name,
