@@ -197,7 +197,7 @@ def main() -> None:
         print(f"  podman floor            : {result['floor_s']:6.2f} s   {result['floor_all_s']}")
         if red:
             r = result["red_team"]
-            print(f"  red team (4 trial exploits + peeking): {r['red_team_s']:6.2f} s = {r['red_team_over_oracle']:.2f}x the oracle "
+            print(f"  red team alone          : {r['red_team_s']:6.2f} s = {r['red_team_over_oracle']:.2f}x the oracle "
                   f"verifier ({r['oracle_s']:.2f} s); verify with --red-team on: {r['verify_with_red_team_s']:.2f} s "
                   f"= {r['verify_with_red_team_over_default']:.2f}x verify without")
         for path, rate in per_hour.items():
