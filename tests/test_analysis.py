@@ -139,8 +139,8 @@ def test_report_of_several_runs_has_the_evaluation(tmp_path: Path) -> None:
     page = (tmp_path / "study.html").read_text()
     assert "SIMULATION" in page and "Direction effects" in page and "Spearman" in page
     assert page.count("<h2>Run <code>") == 2
-    # generations + validity plots, then per run: difficulty + mutation rates
-    assert len(re.findall(r'src="data:image/png;base64,', page)) == 2 + 2 * 2
+    # generations + validity plots, then per run: difficulty + semantic drift + mutation rates
+    assert len(re.findall(r'src="data:image/png;base64,', page)) == 2 + 2 * 3
     assert "g0–g3 (4)" in page
 
 

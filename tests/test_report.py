@@ -29,13 +29,14 @@ def test_report_is_self_contained_and_complete(report):
     page = report.read_text()
     assert "src=\"http" not in page and "href=\"http" not in page  # nothing fetched from elsewhere
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
-    assert len(images) == 2  # difficulty and mutation-rate plots
+    assert len(images) == 3  # difficulty, semantic-drift and mutation-rate plots
     for data in images:
         assert base64.b64decode(data).startswith(b"\x89PNG")
     for g in (1, 2, 3):
         assert f"g{g:02d} · length" in page
     assert "instruction: 1 file(s) changed" in page  # per-component diffs
     assert "[s1] -k1-&gt;" in page  # ξ after the first generation
+    assert "Semantic drift per generation" in page and "drift-v1:all-MiniLM-L6-v2@" in page  # drift, with provenance
 
 
 def test_report_renders_in_headless_chromium_without_broken_images(report, tmp_path):
@@ -50,6 +51,6 @@ def test_report_renders_in_headless_chromium_without_broken_images(report, tmp_p
         capture_output=True, text=True, timeout=120,
     )
     dom = proc.stdout
-    assert 'data-probed="2"' in dom, proc.stderr[-2000:]
-    assert dom.count('data-decoded="yes"') == 2
+    assert 'data-probed="3"' in dom, proc.stderr[-2000:]
+    assert dom.count('data-decoded="yes"') == 3
     assert 'data-decoded="no"' not in dom

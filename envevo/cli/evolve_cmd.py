@@ -12,6 +12,7 @@ from rich.table import Table
 from envevo.cli._common import err, out, print_json, user_errors
 from envevo.errors import UserError
 from envevo.trace import Direction, Effort
+from envevo.trace._drift import DEFAULT_MAX_DRIFT
 
 
 def make_engine(name: str, llm: dict | None = None, env: str = "podman"):
@@ -54,6 +55,19 @@ def parse_directions(text: str) -> list[Direction]:
     return [Direction(d) for d in dict.fromkeys(names)]
 
 
+def parse_max_drift(text: str) -> float | None:
+    """--max-drift: a bound on 1 − instruction similarity to the seed, or off."""
+    if text.strip().lower() in ("off", "none"):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 2:
+        raise UserError(f"--max-drift {text!r}: use a number from 0 to 2 (1 − cosine similarity to the seed), or off")
+    return value
+
+
 def _settings(store, given, resume: bool):
     """The run's settings: new ones are stored; a resume keeps the stored ones (generations may grow)."""
     from envevo.evolve import EvolveConfig
@@ -68,7 +82,7 @@ def _settings(store, given, resume: bool):
     clash = old.resumable_with(given)
     if clash:
         raise UserError(f"--resume with different settings ({'; '.join(clash)}); drop them or use another --out")
-    merged = old.model_copy(update={k: getattr(given, k) for k in ("generations", "trial_concurrency", "lineage_concurrency", "env")})
+    merged = old.model_copy(update={k: getattr(given, k) for k in ("generations", "trial_concurrency", "lineage_concurrency", "env", "max_drift")})
     store.set_run_config(merged.model_dump(mode="json"))
     return merged
 
@@ -107,6 +121,10 @@ def evolve(
                                           "as budget_exhausted (resumable)."),
     max_tokens: int | None = typer.Option(None, "--max-tokens", help="llm: tokens per lineage, same behaviour."),
     rubric: list[Path] = typer.Option([], "--rubric", help="llm: an extra rubric TOML for the judge; repeatable."),
+    max_drift: str = typer.Option(str(DEFAULT_MAX_DRIFT), "--max-drift",
+                                  help="Reject a candidate whose instruction drifted more than this from the seed: "
+                                  "1 − cosine similarity of the whole instruction to the seed's (all-MiniLM-L6-v2); "
+                                  "the reason goes back to the Modifier. off: no bound. See docs/drift.md."),
 ) -> None:
     """Evolve each seed into a lineage of harder, verified generations."""
     from envevo.cli.verify_cmd import preflight
@@ -131,7 +149,7 @@ def evolve(
         engine=engine_name, generations=generations, effort=effort, seed=seed, directions=parse_directions(directions),
         plan_budget=plan_budget,
         env_budget=env_budget, env=env, repeats=repeats, red_team=red_team, trial_concurrency=trial_concurrency,
-        lineage_concurrency=concurrency,
+        lineage_concurrency=concurrency, max_drift=parse_max_drift(max_drift),
         # Recorded so that --resume refuses to continue a lineage with different models.
         models={role: spec.label for role, spec in engine.runtime.specs().items()} if engine_name == "llm" else {},
     )

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich import box
 from rich.markup import escape
 from rich.table import Table
 
@@ -81,12 +82,28 @@ def show(
     """Per lineage: each generation's direction, ξ length L, D_T and its terms, mutated components, verification."""
     from envevo.store import LineageStore
 
+    from envevo.errors import UserError
+
+    notes: list[str] = []
     with LineageStore.open(run, create=False) as store:
         ids = [lineage] if lineage is not None else [lin.id for lin in store.lineages()]
+        try:  # versions stored before drift was recorded get it now, once
+            missing = sum(v.drift is None for i in ids for v in store.versions(i))
+            if missing:
+                err.print(f"measuring the semantic drift of {missing} version(s) stored without it (once; "
+                          "a few seconds per version on a CPU)…", highlight=False)
+            for i in ids:
+                store.ensure_drift(i)
+        except UserError as e:
+            notes.append(f"drift not measured: {e}")
         data = {"run": str(store.run_dir), "lineages": [lineage_json(store, i) for i in ids]}
+        if notes:
+            data["notes"] = notes
     if json_out:
         print_json(data)
         return
+    for note in notes:
+        err.print(escape(note), highlight=False)
     if not data["lineages"]:
         err.print(f"run {data['run']} has no lineages yet")
         return
@@ -97,10 +114,14 @@ def show(
         table = Table(
             title=escape(f"lineage {lin['id']} (seed {lin['seed']}{effort}) [{status}]"),
             title_justify="left",
-            caption=MUTATION_LEGEND,
+            # no outer edge, one space between columns: 11 columns fit 80 characters
+            box=box.SIMPLE_HEAD, show_edge=False, padding=0,
+            caption=f"{MUTATION_LEGEND}\n{DRIFT_LEGEND}" + (f" ({measures.pop()})" if len(measures := {
+                g["drift_measure"] for g in lin["generations"] if g["drift_measure"]}) == 1 else ""),
             caption_justify="left",
         )
-        for col in ("gen", "direction", "L", "D_T", "novelty", "rarity", "mutated", "verified"):
+        for col in ("gen", "direction", "L", "D_T", "novelty", "rarity", "drift\nseed", "drift\nparent", "goal\ndrift",
+                    "mutated", "verified"):
             table.add_column(col, justify="left" if col in ("direction", "mutated", "verified") else "right")
         for g in lin["generations"]:
             direction = g["direction"] or "seed"
@@ -113,6 +134,9 @@ def show(
                 _fmt(g["D_T"]),
                 _fmt(g["scenario_novelty"]),
                 _fmt(g["skill_rarity"]),
+                _fmt(g["drift_seed"]),
+                _fmt(g["drift_parent"]),
+                _fmt(None if g["goal_sim_seed"] is None else 1 - g["goal_sim_seed"]),
                 mutation_flags(g["mutated"]),
                 "[green]yes[/]" if g["verified"] else "[yellow]no[/]",
             )
@@ -130,6 +154,8 @@ def show(
 #: One letter per component, in canonical order, for compact tables.
 MUTATION_FLAGS = (("instruction", "I"), ("environment", "E"), ("verification", "V"), ("solution", "S"), ("config", "C"))
 MUTATION_LEGEND = "mutated: I instruction, E environment, V verification, S solution, C config"
+DRIFT_LEGEND = ("drift seed / parent: 1 − cosine similarity of the instruction to the seed's / the parent's; "
+                "goal drift: the same for the goal, to the seed's")
 
 
 def mutation_flags(mutated: list[str]) -> str:

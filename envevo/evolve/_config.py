@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from envevo.trace import Direction, Effort
+from envevo.trace._drift import DEFAULT_MAX_DRIFT
 
 
 class EvolveConfig(BaseModel):
@@ -19,6 +20,9 @@ class EvolveConfig(BaseModel):
     env: str = "podman"
     repeats: int = Field(2, ge=1, description="oracle runs per candidate")
     red_team: str = Field("off", description="exploit agents on every candidate: on, off, or sample:N")
+    max_drift: float | None = Field(DEFAULT_MAX_DRIFT, ge=0, le=2,
+                                    description="reject a candidate whose instruction drifted more than this from the "
+                                                "seed (1 − cosine similarity, docs/drift.md); None: no bound")
     trial_concurrency: int = Field(3, ge=1, description="trials running at once across all lineages")
     lineage_concurrency: int = Field(1, ge=1, description="lineages evolving at once")
     models: dict[str, str] = Field(default_factory=dict, description="LLM engine: role -> provider:name")

@@ -18,10 +18,12 @@ from pathlib import Path
 
 from envevo.evolve._config import EvolveConfig
 from envevo.evolve._engine import CandidateFailed, Engine, EngineStop, GenerationContext, Proposal, Review
+from envevo.errors import UserError
 from envevo.store import LineageStore
 from envevo.task import Task, save
 from envevo.trace import Direction, check_direction, check_effort, difficulty
 from envevo.verify import TaskVerifier, TrialVerifier, default_verifiers, verify_candidate
+from envevo.verify._drift import DriftBound
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,11 @@ class LineageRunner:
     async def _environment_loop(self, lineage, g, parent, task: Task, proposal: Proposal, plan_id: int, ctx) -> bool:
         feedback: list[str] = []
         direction = proposal.direction.value
+        checks, bound = list(self.checks), None
+        if self.cfg.max_drift is not None:  # the drift bound needs the lineage's seed: one check per lineage
+            seed = self.store.load_version_task(self.store.lineage(lineage).seed_hash)
+            bound = DriftBound(seed, self.cfg.max_drift, parent=task)
+            checks.append(bound)
         for attempt in range(1, self.cfg.env_budget + 1):
             self.on_event(Event(lineage, g, "candidate", f"{direction} #{attempt}: modifying"))
             try:
@@ -150,7 +157,7 @@ class LineageRunner:
             self.on_event(Event(lineage, g, "candidate", f"{direction} #{attempt}: verifying"))
             t0 = time.monotonic()
             verdict = await verify_candidate(
-                candidate, task_dir, trials_dir, env=self.cfg.env, verifiers=self.verifiers, checks=self.checks,
+                candidate, task_dir, trials_dir, env=self.cfg.env, verifiers=self.verifiers, checks=checks,
                 gate=self.gate,
                 on_trial_done=lambda o: self.on_event(Event(lineage, g, "trial", f"{o.agent} → {o.reward if o.reward is not None else o.error_kind.value}")),
             )
@@ -160,15 +167,24 @@ class LineageRunner:
             self.store.set_candidate_result(candidate_id, verdict.ok, verdict.reasons)
             if verdict.ok:
                 new_trace = await self.engine.extract_trace(candidate)
+                drift = bound.last if bound is not None else await self._drift(lineage, g, candidate, parent.task_hash)
                 self.store.commit_generation(
                     lineage, g, candidate, direction=direction, effort=self.cfg.effort.value, trace=new_trace,
                     difficulty=difficulty(new_trace, self.engine.reference()), verified=True,
-                    parent_hash=parent.task_hash, candidate_id=candidate_id,
+                    parent_hash=parent.task_hash, candidate_id=candidate_id, drift=drift,
                 )
                 self.on_event(Event(lineage, g, "accepted", f"{direction}: L={new_trace.L}"))
                 return True
             feedback.extend(verdict.reasons)
         return False
+
+    async def _drift(self, lineage: str, g: int, candidate: Task, parent_hash: str):
+        """The candidate's drift, to commit with it; None (computed on first read) when the encoder is missing."""
+        try:
+            return await asyncio.to_thread(self.store.measure_drift, lineage, candidate, parent_hash)
+        except UserError as e:
+            self.on_event(Event(lineage, g, "drift", f"not measured: {e}"))
+            return None
 
 
 async def start_lineages(
@@ -203,6 +219,10 @@ async def start_lineages(
             verdict = await verify_candidate(task, task_dir, workdir / "trials", env=config.env, verifiers=verifiers,
                                              checks=checks, gate=gate)
             lid = store.create_lineage(name, task, trace=trace, difficulty=d, verified=verdict.ok)
+            try:  # the seed's own figures (similarity 1, no parent), with the encoder that will measure the rest
+                store.set_drift(lid, 0, store.measure_drift(lid, task, None))
+            except UserError:
+                pass
             if not verdict.ok:
                 store.finish_lineage(lid, "terminated", "the seed is not sound: " + "; ".join(verdict.reasons))
         lin = store.lineage(lid)

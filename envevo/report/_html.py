@@ -7,7 +7,8 @@ from pathlib import Path
 
 from contextlib import ExitStack
 
-from envevo.report._plots import difficulty_plot, generations_plot, mutation_plot, validity_plot
+from envevo.errors import UserError
+from envevo.report._plots import difficulty_plot, drift_plot, generations_plot, mutation_plot, validity_plot
 from envevo.store import LineageStore, mutation_rates
 from envevo.task import diff_tasks
 
@@ -114,6 +115,45 @@ def build_report(run_dirs: Path | list[Path], out: Path | None = None) -> Path:
     return out
 
 
+def _drift_section(store: LineageStore, lineages, config: dict) -> list[str]:
+    """Semantic drift per generation: a curve per lineage, and the figures with what produced them."""
+    parts = ["<h2>Semantic drift per generation</h2>"]
+    try:
+        store.ensure_drift()  # versions stored before drift was recorded
+    except UserError as e:
+        parts.append(f"<p class='muted'>Drift not measured: {_e(e)}</p>")
+    series: dict[str, list[dict]] = {}
+    measures: set[str] = set()
+    table_rows = []
+    for lin in lineages:
+        rows = []
+        for v in store.versions(lin.id):
+            if v.drift is None:
+                continue
+            d = v.drift
+            measures.add(d.measure)
+            rows.append({"generation": v.generation, "drift_seed": d.drift_seed, "drift_parent": d.drift_parent,
+                         "goal_drift_seed": round(1 - d.goal_seed, 4)})
+        series[lin.id] = rows
+        if rows:
+            last = rows[-1]
+            table_rows.append([_e(lin.id), f"g{last['generation']:02d}", f"{last['drift_seed']:.4f}",
+                               f"{max(r['drift_seed'] for r in rows):.4f}", f"{last['goal_drift_seed']:.4f}",
+                               _f(max((r["drift_parent"] for r in rows if r["drift_parent"] is not None), default=None), ".4f")])
+    if not any(series.values()):
+        return parts
+    bound = config.get("max_drift")
+    parts.append("<p class='muted'>Drift = 1 − cosine similarity of sentence embeddings: of the whole instruction "
+                 "(paragraph chunks, token-weighted mean) and of the goal, to the seed's and to the parent's. "
+                 + (f"Candidates above the bound (--max-drift {_e(bound)}, instruction drift from the seed) were rejected. "
+                    if bound is not None else "This run had no drift bound. ")
+                 + f"Measured by {_e(', '.join(sorted(measures)))}.</p>")
+    parts.append(f'<img alt="semantic drift per generation" src="{drift_plot(series, bound)}">')
+    parts.append(_table(["lineage", "last", "instruction drift from seed", "max", "goal drift from seed",
+                         "max drift from parent"], table_rows))
+    return parts
+
+
 def _run_sections(store: LineageStore) -> list[str]:
     lineages = store.lineages()
     config = store.run_config() or {}
@@ -139,6 +179,8 @@ def _run_sections(store: LineageStore) -> list[str]:
     parts.append("<h2>Difficulty per generation</h2>")
     if any(series.values()):
         parts.append(f'<img alt="D_T and its terms per generation" src="{difficulty_plot(series)}">')
+
+    parts += _drift_section(store, lineages, config)
 
     stats = mutation_rates([store])
     parts.append("<h2>Mutation rates per component</h2>")

@@ -36,6 +36,29 @@ def difficulty_plot(series: dict[str, list[dict]]) -> str:
     return to_data_uri(fig)
 
 
+def drift_plot(series: dict[str, list[dict]], bound: float | None = None) -> str:
+    """Per lineage: drift (1 − cosine similarity) of the instruction and the goal from the seed, and of the
+    instruction from the parent, per generation. `series[lineage]` = rows with generation, drift_seed,
+    goal_drift_seed, drift_parent (None for the seed)."""
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.4), sharey=True)
+    panels = [("drift_seed", "instruction drift from the seed"), ("goal_drift_seed", "goal drift from the seed"),
+              ("drift_parent", "instruction drift from the parent")]
+    for ax, (key, title) in zip(axes, panels):
+        for lineage, rows in series.items():
+            pts = [(r["generation"], r[key]) for r in rows if r[key] is not None]
+            ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", ms=3, label=lineage)
+        if bound is not None and key == "drift_seed":
+            ax.axhline(bound, color="crimson", ls="--", lw=1, label=f"--max-drift {bound:g}")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("generation")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("1 − cosine similarity")
+    if len(series) <= 8:
+        axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    return to_data_uri(fig)
+
+
 def mutation_plot(rows: list[dict], components: list[str]) -> str:
     """Fraction of lineages whose component changed, per generation, and the total mutation rate."""
     fig, ax = plt.subplots(figsize=(7, 3.4))

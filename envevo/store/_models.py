@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from envevo.errors import UserError
 from envevo.trace import Difficulty, Trace
+from envevo.trace._drift import Drift
 
 
 class StoreError(UserError):
@@ -58,6 +59,7 @@ class Version(BaseModel):
     verified: bool = False
     candidate_id: int | None = None
     created_at: str
+    drift: Drift | None = Field(None, description="similarity of goal and instruction to the seed's and the parent's")
 
     @property
     def L(self) -> int | None:  # noqa: N802 - the paper's name

@@ -135,6 +135,23 @@ _V1 = [
     "CREATE INDEX usage_lineage ON usage (lineage_id, generation)",
 ]
 
+# Semantic drift of each committed version (envevo/trace/_drift.py): cosine similarities of its goal and
+# instruction to the seed's and the parent's. Written in the commit transaction of the version; versions of runs
+# made before this table existed get theirs computed on first read (`LineageStore.ensure_drift`). `measure` names
+# the method, encoder and weights; `detail` is the whole `Drift` as JSON.
+_V2 = [
+    """CREATE TABLE version_drift (
+        version_id INTEGER PRIMARY KEY REFERENCES versions(id),
+        goal_seed REAL NOT NULL CHECK (goal_seed BETWEEN -1 AND 1),
+        goal_parent REAL CHECK (goal_parent BETWEEN -1 AND 1),
+        instruction_seed REAL NOT NULL CHECK (instruction_seed BETWEEN -1 AND 1),
+        instruction_parent REAL CHECK (instruction_parent BETWEEN -1 AND 1),
+        measure TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    )""",
+]
+
 #: (version, statements), in order. The store refuses a database whose version is newer than the last one.
-MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1)]
+MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2)]
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -53,6 +53,7 @@ from envevo.store._paths import RunPaths
 from envevo.store._schema import MIGRATIONS, SCHEMA_VERSION
 from envevo.task import COMPONENTS, Task, diff_tasks, dir_hash, load_task, save
 from envevo.trace import Difficulty, Direction, Effort, Trace
+from envevo.trace._drift import Drift
 
 _HASH_RE = re.compile(r"^[0-9a-f]{64}$")
 BUSY_TIMEOUT_S = 60.0
@@ -468,21 +469,54 @@ class LineageStore:
         """Committed versions of one lineage (or of all), by lineage then generation."""
         if lineage_id is None:
             rows = self._rows(
-                "SELECT v.* FROM versions v JOIN lineages l ON l.id = v.lineage_id ORDER BY l.rowid, v.generation"
+                f"{_VERSION_SQL} JOIN lineages l ON l.id = v.lineage_id ORDER BY l.rowid, v.generation"
             )
         else:
             self.lineage(lineage_id)
-            rows = self._rows("SELECT * FROM versions WHERE lineage_id = ? ORDER BY generation", (lineage_id,))
+            rows = self._rows(f"{_VERSION_SQL} WHERE v.lineage_id = ? ORDER BY v.generation", (lineage_id,))
         return [_version(r) for r in rows]
 
     def version(self, lineage_id: str, generation: int) -> Version | None:
-        rows = self._rows("SELECT * FROM versions WHERE lineage_id = ? AND generation = ?", (lineage_id, generation))
+        rows = self._rows(f"{_VERSION_SQL} WHERE v.lineage_id = ? AND v.generation = ?", (lineage_id, generation))
         return _version(rows[0]) if rows else None
 
     def latest_version(self, lineage_id: str) -> Version:
         self.lineage(lineage_id)
-        rows = self._rows("SELECT * FROM versions WHERE lineage_id = ? ORDER BY generation DESC LIMIT 1", (lineage_id,))
+        rows = self._rows(f"{_VERSION_SQL} WHERE v.lineage_id = ? ORDER BY v.generation DESC LIMIT 1", (lineage_id,))
         return _version(rows[0])
+
+    # ---- semantic drift -------------------------------------------------------------------------
+    def set_drift(self, lineage_id: str, generation: int, drift: Drift) -> None:
+        """Record (or replace) the drift of a committed version."""
+        with self._tx() as c:
+            row = c.execute("SELECT id FROM versions WHERE lineage_id = ? AND generation = ?",
+                            (lineage_id, generation)).fetchone()
+            if row is None:
+                raise StoreError(f"lineage {lineage_id} has no committed generation {generation}")
+            _insert_drift(c, row["id"], drift)
+
+    def measure_drift(self, lineage_id: str, task: Task, parent_hash: str | None) -> Drift:
+        """The drift of `task` (a candidate or stored version of the lineage) from the seed and from `parent_hash`."""
+        from envevo.trace._drift import measure_drift
+
+        seed = self.load_version_task(self.lineage(lineage_id).seed_hash)
+        parent = self.load_version_task(parent_hash) if parent_hash is not None else None
+        return measure_drift(task, seed, parent)
+
+    def ensure_drift(self, lineage_id: str | None = None) -> int:
+        """Compute and store the drift of every version that has none (runs from before drift was recorded, or
+        commits made without the encoder); return how many were computed. Needs the sentence encoder."""
+        computed = 0
+        for v in self.versions(lineage_id):
+            if v.drift is not None:
+                continue
+            if v.generation == 0:
+                drift = self.measure_drift(v.lineage_id, self.load_version_task(v.task_hash), None)
+            else:
+                drift = self.measure_drift(v.lineage_id, self.load_version_task(v.task_hash), v.parent_hash)
+            self.set_drift(v.lineage_id, v.generation, drift)
+            computed += 1
+        return computed
 
     def next_generation(self, lineage_id: str) -> int:
         """The generation to work on next: one past the last committed one (1 when only the seed exists)."""
@@ -502,8 +536,12 @@ class LineageStore:
         verified: bool,
         parent_hash: str | None = None,
         candidate_id: int | None = None,
+        drift: Drift | None = None,
     ) -> Version:
         """THE commit point of a generation: store the task dir, then record the version in one transaction.
+
+        ``drift`` (see :meth:`measure_drift`) is recorded in the same transaction; without it the version gets its
+        drift computed on first read (:meth:`ensure_drift`).
 
         ``generation`` must be :meth:`next_generation`, and ``parent_hash`` (by default taken from the store)
         the hash of generation − 1, so generations stay contiguous and each extends the previous one. The task
@@ -536,7 +574,7 @@ class LineageStore:
         now = _now()
         with self._tx() as c:
             row = c.execute(
-                "SELECT * FROM versions WHERE lineage_id = ? AND generation = ?", (lineage_id, generation)
+                f"{_VERSION_SQL} WHERE v.lineage_id = ? AND v.generation = ?", (lineage_id, generation)
             ).fetchone()
             if row is not None:
                 if row["task_hash"] == task_hash and row["parent_hash"] == parent:
@@ -592,9 +630,11 @@ class LineageStore:
                     now,
                 ),
             ).fetchall()[0]
+            if drift is not None:
+                _insert_drift(c, vrow["id"], drift)
             c.execute("UPDATE generation_tries SET status = 'committed', finished_at = ? WHERE id = ?", (now, try_id))
             c.execute("UPDATE lineages SET updated_at = ? WHERE id = ?", (now, lineage_id))
-            version = _version(vrow)
+            version = _version(vrow).model_copy(update={"drift": drift})
         self._tries.pop((lineage_id, generation), None)
         return version
 
@@ -965,6 +1005,23 @@ def _version(row: sqlite3.Row) -> Version:
         verified=bool(d["verified"]),
         candidate_id=d["candidate_id"],
         created_at=d["created_at"],
+        drift=Drift.model_validate_json(d["drift"]) if d.get("drift") else None,
+    )
+
+
+#: Versions with their drift (NULL until measured).
+_VERSION_SQL = "SELECT v.*, d.detail AS drift FROM versions v LEFT JOIN version_drift d ON d.version_id = v.id"
+
+
+def _insert_drift(c: sqlite3.Connection, version_id: int, drift: Drift) -> None:
+    c.execute(
+        "INSERT INTO version_drift (version_id, goal_seed, goal_parent, instruction_seed, instruction_parent, measure, "
+        "detail, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (version_id) DO UPDATE SET "
+        "goal_seed = excluded.goal_seed, goal_parent = excluded.goal_parent, instruction_seed = excluded.instruction_seed, "
+        "instruction_parent = excluded.instruction_parent, measure = excluded.measure, detail = excluded.detail, "
+        "created_at = excluded.created_at",
+        (version_id, drift.goal_seed, drift.goal_parent, drift.instruction_seed, drift.instruction_parent,
+         drift.measure, drift.model_dump_json(), _now()),
     )
 
 
