@@ -13,7 +13,7 @@ from envevo.evolve.engines.procedural._chain import Chain, chain_problems
 from envevo.evolve.engines.procedural._fixtures import fixture_script
 from envevo.evolve.engines.procedural._kinds import Kind, keys_file, out_path
 from envevo.evolve.engines.procedural._skill import Block, StepIO
-from envevo.evolve.engines.procedural._testgen import TEST_SH, test_outputs
+from envevo.evolve.engines.procedural._testgen import TEST_SH, test_outputs, verifier_config
 from envevo.task import Task, save
 
 ENGINE = "procedural"
@@ -99,8 +99,12 @@ def compose(chain: Chain) -> Task:
     task.write("tests/test_outputs.py", test_outputs(checks), executable=False)
     scen = sorted({s.scenario for s in chain.steps})
     skills = sorted({s.skill for s in chain.steps})
+    artifacts, collect = verifier_config(checks)
     task.set_config({
         "schema_version": "1.4",
+        # The tests run in a fresh container that sees only these, copied from the agent's container to the same
+        # paths: every file and tree the checks read (see verifier_config).
+        "artifacts": artifacts,
         "task": {"name": f"envevo/procedural-{chain.category}-{chain.digest()[:10]}", "description": chain.goal,
                  "keywords": ["envevo", "procedural", chain.category]},
         "metadata": {
@@ -109,7 +113,7 @@ def compose(chain: Chain) -> Task:
             "envevo": {"engine": ENGINE, "goal": chain.goal, "category": chain.category,
                        "trace": chain.trace().model_dump(mode="json"), "chain": chain.model_dump(mode="json")},
         },
-        "verifier": {"timeout_sec": 180.0},
+        "verifier": {"timeout_sec": 180.0, "environment_mode": "separate", **({"collect": collect} if collect else {})},
         "agent": {"timeout_sec": float(600 + 300 * chain.L)},
         # Procedural tasks need no network (current Harbor spelling of `allow_internet = false`).
         "environment": {"build_timeout_sec": 900.0, "network_mode": "no-network"},

@@ -9,7 +9,9 @@ import sys
 import tempfile
 import traceback
 
-PROJECT = "/app/statcalc"
+PROJECT = "/app/statcalc"  # the agent's project, copied from its container (task.toml: artifacts)
+NOBODY = 65534
+CLEAN_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/nonexistent", "LC_ALL": "C.UTF-8"}
 PROTECTED_MD5 = {
     "tests/run_tests.sh": "2a74d0226a8b5455c0c7454cfa860c99",
     "tests/cases/basic.expected": "553e582fcf7855b5e9b9da233a88c656",
@@ -75,11 +77,39 @@ def hidden_cases():
     return cases
 
 
+def as_nobody():
+    """Keyword arguments that run a command as nobody (when the tests run as root, as they do by default)."""
+    return dict(user=NOBODY, group=NOBODY, extra_groups=[]) if os.geteuid() == 0 else {}
+
+
+def reap():
+    """Kill whatever the agent's build or binary left running as nobody, so nothing outlives the check."""
+    if os.geteuid() == 0:
+        subprocess.run(["/usr/bin/python3", "-I", "-S", "-c",
+                        "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass"],
+                       capture_output=True, **as_nobody())
+
+
 def run(cmd, cwd, stdin=None, timeout=120):
-    return subprocess.run(cmd, cwd=cwd, input=stdin, capture_output=True, text=True, timeout=timeout)
+    """Run the agent's build or binary as nobody, in a clean environment: it cannot write the reward file, read
+    these tests (/tests is made private) or leave a process behind."""
+    try:
+        return subprocess.run(cmd, cwd=cwd, input=stdin, capture_output=True, text=True, timeout=timeout,
+                              env=CLEAN_ENV, start_new_session=True, **as_nobody())
+    finally:
+        reap()
+
+
+def give_to_nobody(top):
+    if os.geteuid() != 0:
+        return
+    for d, dirs, files in os.walk(top):
+        for n in [d] + [os.path.join(d, x) for x in dirs + files]:
+            os.lchown(n, NOBODY, NOBODY)
 
 
 def main():
+    os.chmod("/tests", 0o700)  # the agent's build and binary run as nobody below; they must not read these tests
     for rel, digest in PROTECTED_MD5.items():
         try:
             with open(os.path.join(PROJECT, rel), "rb") as f:
@@ -94,6 +124,8 @@ def main():
     try:
         work = os.path.join(tmp, "statcalc")
         shutil.copytree(PROJECT, work, symlinks=True)
+        os.chmod(tmp, 0o755)
+        give_to_nobody(work)
         r = run(["make", "clean"], work)
         check("make clean", r.returncode == 0, r.stdout + r.stderr)
         for leftover in ("statcalc", "src/main.o", "src/stats.o", "src/parse.o"):

@@ -102,7 +102,8 @@ def main():
     check("relay.ini removed from /etc/mailrelay", not os.path.lexists("/etc/mailrelay/relay.ini"))
     check("relay.d removed from /etc/mailrelay", not os.path.lexists("/etc/mailrelay/relay.d"))
 
-    r = subprocess.run(["python3", "/usr/local/bin/mailrelay", "check"], capture_output=True, text=True, timeout=60)
+    # The checker is the verifier image's own copy (not an artifact), run by the image's own interpreter.
+    r = subprocess.run(["/usr/bin/python3", "-I", "-S", "/usr/local/bin/mailrelay", "check"], capture_output=True, text=True, timeout=60)
     check("mailrelay check passes", r.returncode == 0 and "configuration OK" in r.stdout, r.stdout + r.stderr)
 
 

@@ -1,4 +1,5 @@
 """Verifier for git-recovery. Exits 0 only if every check passes."""
+import json
 import os
 import shutil
 import subprocess
@@ -6,7 +7,13 @@ import sys
 import tempfile
 import traceback
 
-REPO = "/app/ratelimiter"
+ARTIFACT = "/app/ratelimiter"  # only its .git comes from the agent's container (task.toml: artifacts)
+GIT = "/usr/bin/git"
+PY = "/usr/bin/python3"
+NOBODY = 65534
+CLEAN_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/nonexistent", "LC_ALL": "C.UTF-8",
+             "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+REPO = None  # a bare copy of the artifact, made by main(): its config, hooks and attributes are not the agent's
 MAIN = "f7d2ac0567c8b0cf3f898d0ff6782539e173a286"
 LOST_TIP = "7be3e4260e16474a0e22592e25ac5b8007ee44b0"
 STASH = "9d19f3d2e9037e2502d98eab03a55ef4f672d145"
@@ -23,55 +30,116 @@ def check(name, cond, detail=""):
         failures.append(name)
 
 
-def git(*args, cwd=REPO):
-    r = subprocess.run(["git", "-c", "safe.directory=*", *args], cwd=cwd, capture_output=True, text=True)
+def git(*args, cwd=None):
+    r = subprocess.run([GIT, "-c", "safe.directory=*", *args], cwd=cwd or REPO, capture_output=True, text=True,
+                       env=CLEAN_ENV)
     return r.returncode, r.stdout.strip(), r.stderr.strip()
 
 
-HIDDEN_TESTS = r'''
-import unittest
+def as_nobody():
+    """Keyword arguments that run a command as nobody (when the tests run as root, as they do by default)."""
+    return dict(user=NOBODY, group=NOBODY, extra_groups=[]) if os.geteuid() == 0 else {}
+
+
+def reap():
+    """Kill whatever the agent's code left running as nobody, so nothing outlives the check that ran it."""
+    if os.geteuid() == 0:
+        subprocess.run([PY, "-I", "-S", "-c", "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass"],
+                       capture_output=True, **as_nobody())
+
+
+def untrusted(cmd, cwd):
+    """Run the recovered code (the agent's commit) as nobody, in a clean environment: it cannot write the reward
+    file, read these tests (/tests is made private) or leave a process behind."""
+    try:
+        return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=120, env=CLEAN_ENV,
+                              start_new_session=True, **as_nobody())
+    finally:
+        reap()
+
+
+# Run against the recovered code in a child process that only reports what it observes; the expected values stay
+# here, where that code cannot read them.
+RATES = {"10/s": 10.0, "5/sec": 5.0, "120/m": 2.0, "90/min": 1.5, "30/minute": 0.5,
+         "7200/h": 2.0, "1800/hour": 0.5, " 3600 / h ": 1.0, "2/second": 2.0}
+BAD_RATES = ("", "10", "10/d", "0/s", "-5/min", "abc/s", "1/s/s")
+HIDDEN_PROBE = r'''
+import json
 from ratelimiter import TokenBucket, FixedWindow, parse_rate
 from ratelimiter import config
+
+
+def outcome(f, *args):
+    try:
+        v = f(*args)
+    except ValueError:
+        return "ValueError"
+    except Exception as e:
+        return "raised " + type(e).__name__
+    return v if type(v) in (int, float, str, list) else repr(v)
+
 
 class Clock:
     t = 0.0
     def __call__(self):
         return self.t
 
-class Hidden(unittest.TestCase):
-    def test_rates(self):
-        cases = {"10/s": 10.0, "5/sec": 5.0, "120/m": 2.0, "90/min": 1.5, "30/minute": 0.5,
-                 "7200/h": 2.0, "1800/hour": 0.5, " 3600 / h ": 1.0, "2/second": 2.0}
-        for spec, want in cases.items():
-            self.assertAlmostEqual(parse_rate(spec), want, msg=spec)
 
-    def test_bad_rates(self):
-        for bad in ("", "10", "10/d", "0/s", "-5/min", "abc/s", "1/s/s"):
-            with self.assertRaises(ValueError, msg=bad):
-                parse_rate(bad)
+def bucket():
+    c = Clock()
+    b = TokenBucket.from_config("120/min", 4, c)
+    first = sum(bool(b.allow()) for _ in range(6))
+    c.t = 1.0
+    return [first, sum(bool(b.allow()) for _ in range(6))]
 
-    def test_defaults_untouched(self):
-        self.assertEqual(config.DEFAULT_RATE, "10/s")
-        self.assertEqual(config.DEFAULT_BURST, 20)
 
-    def test_burst(self):
-        self.assertEqual(config.parse_burst("7"), 7)
-        with self.assertRaises(ValueError):
-            config.parse_burst(0)
+print(json.dumps({"rates": [outcome(parse_rate, s) for s in %r],
+                  "bad": [outcome(parse_rate, s) for s in %r],
+                  "defaults": [config.DEFAULT_RATE, config.DEFAULT_BURST],
+                  "burst": [outcome(config.parse_burst, "7"), outcome(config.parse_burst, 0)],
+                  "bucket": outcome(bucket)}))
+''' % (list(RATES), list(BAD_RATES))
 
-    def test_bucket_from_config(self):
-        c = Clock()
-        b = TokenBucket.from_config("120/min", 4, c)
-        self.assertEqual(sum(b.allow() for _ in range(6)), 4)
-        c.t = 1.0
-        self.assertEqual(sum(b.allow() for _ in range(6)), 2)
 
-if __name__ == "__main__":
-    unittest.main()
-'''
+def hidden_behaviour_ok(stdout):
+    """Whether the probe's report matches the behaviour the hidden tests want, and what differs."""
+    try:
+        got = json.loads(stdout.strip().splitlines()[-1])
+        rates, bad = got["rates"], got["bad"]
+        wrong = [s for s, r in zip(RATES, rates) if not (type(r) in (int, float) and round(r - RATES[s], 7) == 0)]
+        wrong += [s for s, r in zip(BAD_RATES, bad) if r != "ValueError"]
+        if len(rates) != len(RATES) or len(bad) != len(BAD_RATES):
+            wrong.append("probe output incomplete")
+        if got["defaults"] != ["10/s", 20] or type(got["defaults"][1]) is not int:
+            wrong.append("defaults %r" % (got["defaults"],))
+        if got["burst"] != [7, "ValueError"] or type(got["burst"][0]) is not int:
+            wrong.append("parse_burst %r" % (got["burst"],))
+        if got["bucket"] != [4, 2]:
+            wrong.append("bucket %r" % (got["bucket"],))
+    except Exception as e:
+        return False, "no report from the probe: %r" % e
+    return not wrong, "wrong: %s" % wrong
 
 
 def main():
+    global REPO
+    os.chmod("/tests", 0o700)  # the recovered code runs as nobody below; it must not read what it is tested against
+    work = tempfile.mkdtemp()
+    try:
+        os.chmod(work, 0o755)
+        REPO = os.path.join(work, "verify.git")
+        # A bare copy through git's own transport: nothing of the artifact's config, hooks or attributes comes
+        # along, and no git command below runs inside the agent's repository.
+        rc, _, err = git("clone", "-q", "--mirror", "--no-local", os.path.join(ARTIFACT, ".git"), REPO, cwd=work)
+        check("repository readable", rc == 0, err)
+        if rc == 0:
+            checks(work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    recovered_shas()
+
+
+def checks(tmp):
     rc, out, err = git("rev-parse", "refs/heads/main")
     check("main unchanged", out == MAIN, out or err)
 
@@ -95,23 +163,20 @@ def main():
     rc, _, _ = git("merge-base", "--is-ancestor", "634bb52ae9c7e4ce023dff5a7e91aa179c3c1714", tip)
     check("leaky-bucket commit not in branch history", rc != 0)
 
-    tmp = tempfile.mkdtemp()
-    try:
-        clone = os.path.join(tmp, "clone")
-        rc, _, err = git("clone", "-q", "-b", "feature/token-bucket", REPO, clone, cwd=tmp)
-        check("branch can be cloned", rc == 0, err)
-        if rc == 0:
-            r = subprocess.run([sys.executable, "-m", "unittest", "discover", "-s", "tests", "-t", "."],
-                               cwd=clone, capture_output=True, text=True, timeout=120)
-            check("repository test suite passes", r.returncode == 0 and "Ran 9 tests" in r.stderr, r.stderr[-1500:])
-            with open(os.path.join(clone, "hidden_check.py"), "w") as f:
-                f.write(HIDDEN_TESTS)
-            r = subprocess.run([sys.executable, "hidden_check.py"], cwd=clone, capture_output=True,
-                               text=True, timeout=120)
-            check("behaviour of recovered code", r.returncode == 0, r.stderr[-1500:])
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    clone = os.path.join(tmp, "clone")
+    rc, _, err = git("clone", "-q", "-b", "feature/token-bucket", REPO, clone, cwd=tmp)
+    check("branch can be cloned", rc == 0, err)
+    if rc == 0:
+        r = untrusted([PY, "-B", "-E", "-s", "-S", "-m", "unittest", "discover", "-s", "tests", "-t", "."], clone)
+        check("repository test suite passes", r.returncode == 0 and "Ran 9 tests" in r.stderr, r.stderr[-1500:])
+        with open(os.path.join(clone, "hidden_check.py"), "w") as f:
+            f.write(HIDDEN_PROBE)
+        r = untrusted([PY, "-B", "-E", "-s", "-S", "hidden_check.py"], clone)
+        ok, detail = hidden_behaviour_ok(r.stdout)
+        check("behaviour of recovered code", r.returncode == 0 and ok, detail + "\n" + r.stderr[-1500:])
 
+
+def recovered_shas():
     try:
         with open("/app/recovered_shas.txt") as f:
             lines = [l.strip() for l in f.read().strip().splitlines()]
