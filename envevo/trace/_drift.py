@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # numpy loads with the encoder, not with the store's models
 
 METHOD = "drift-v1"
 #: The default of `envevo evolve --max-drift`; docs/drift.md gives the figures it is set from.
-DEFAULT_MAX_DRIFT = 0.35
+DEFAULT_MAX_DRIFT = 0.45
 _CACHE_MAX = 8192
 
 
