@@ -145,7 +145,8 @@ def _drift_section(store: LineageStore, lineages, config: dict) -> list[str]:
     bound = config.get("max_drift")
     parts.append("<p class='muted'>Drift = 1 − cosine similarity of sentence embeddings: of the whole instruction "
                  "(paragraph chunks, token-weighted mean) and of the goal, to the seed's and to the parent's. "
-                 + (f"Candidates above the bound (--max-drift {_e(bound)}, instruction drift from the seed) were rejected. "
+                 + (f"The run's bound: --max-drift {_e(bound)} on the instruction drift from the seed; a candidate above it "
+                    "is rejected and the Modifier told why. "
                     if bound is not None else "This run had no drift bound. ")
                  + f"Measured by {_e(', '.join(sorted(measures)))}.</p>")
     parts.append(f'<img alt="semantic drift per generation" src="{drift_plot(series, bound)}">')
