@@ -104,8 +104,13 @@ def verify(
             )
         )
     wall = time.monotonic() - t0
+    originals = {t.name: t.source for t in loaded}
     for v in verdicts:
         v.substitutions = standins[v.task][1] if v.task in standins else []
+        if originals.get(v.task) and v.task_dir != originals[v.task]:
+            # Fixes name the user's task dir, not the converted copy the trials ran.
+            for rep in v.reports.values():
+                rep.reasons = [r.replace(f"--tasks {v.task_dir}", f"--tasks {originals[v.task]}") for r in rep.reasons]
 
     if json_out:
         print_json([v.summary() for v in verdicts])

@@ -19,6 +19,9 @@ CACHE_LABEL = "envevo.cache"
 
 # One build per tag at a time, per event loop (asyncio locks are bound to the loop that first waits on them).
 _locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = weakref.WeakKeyDictionary()
+# Layers of failed builds wait until no build of this process runs: a concurrent build of another task may be
+# using one of them as its cached parent right now, and removing it under that build fails it.
+_active: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list] = weakref.WeakKeyDictionary()
 
 
 def environment_digest(env_dir: Path) -> str:
@@ -49,30 +52,42 @@ async def build_cached_image(engine: str, env_dir: Path, *, force: bool = False,
                                                           stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
             if await exists.wait() == 0:
                 return True, tag, ""
-        proc = await asyncio.create_subprocess_exec(
-            engine, "build", "--force-rm", "--label", f"{CACHE_LABEL}=1", "-t", tag, *(extra_args or []), str(env_dir),
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        )
+        state = _active.setdefault(asyncio.get_running_loop(), [0, []])  # [builds running, layers to remove]
+        state[0] += 1
         try:
-            out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-        except (TimeoutError, asyncio.CancelledError):
-            proc.kill()
-            await proc.wait()
-            raise
-        output = out.decode(errors="replace")
-        if proc.returncode != 0:
-            await _remove_layers(engine, output)
-        return proc.returncode == 0, tag, output
+            ok, output = await _build(engine, env_dir, tag, extra_args, timeout)
+        finally:
+            state[0] -= 1
+        if not ok:
+            state[1] += _STEP_IMAGE.findall(output)
+        if state[0] == 0 and state[1]:
+            doomed, state[1] = state[1], []
+            await _remove_layers(engine, doomed)
+        return ok, tag, output
+
+
+async def _build(engine: str, env_dir: Path, tag: str, extra_args: list[str] | None, timeout: float) -> tuple[bool, str]:
+    proc = await asyncio.create_subprocess_exec(
+        engine, "build", "--force-rm", "--label", f"{CACHE_LABEL}=1", "-t", tag, *(extra_args or []), str(env_dir),
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+    except (TimeoutError, asyncio.CancelledError):
+        proc.kill()
+        await proc.wait()
+        raise
+    return proc.returncode == 0, out.decode(errors="replace")
 
 
 # podman prints "--> <id>" after each step it commits; a failed build leaves those layers behind, untagged.
 _STEP_IMAGE = re.compile(r"^--> ([0-9a-f]{6,64})\s*$", re.M)
 
 
-async def _remove_layers(engine: str, output: str) -> None:
-    """Remove the intermediate images a failed build committed. An id another image still builds on is kept
+async def _remove_layers(engine: str, ids: list[str]) -> None:
+    """Remove the intermediate images failed builds committed. An id another image still builds on is kept
     (the engine refuses to remove it), so nothing shared is lost."""
-    ids = list(dict.fromkeys(_STEP_IMAGE.findall(output)))
+    ids = list(dict.fromkeys(ids))
     for image in reversed(ids):  # children before parents
         proc = await asyncio.create_subprocess_exec(engine, "rmi", image, stdout=asyncio.subprocess.DEVNULL,
                                                     stderr=asyncio.subprocess.DEVNULL)
