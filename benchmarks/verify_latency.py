@@ -4,7 +4,9 @@ default: `verify_tasks` on one task with `--env podman`: oracle ×2 and nop, in 
          loop on envevo's own local environment (envevo/runtime/_local_env.py).
 harbor:  the same with `--env harbor:podman`: Harbor's own podman environment (Compose for every trial).
 floor:   the same three runs with bare podman: run a container from the already-built image, copy the
-         solution and tests in, run solve.sh (oracle runs only) and test.sh, read the reward, remove it.
+         solution and tests in, run solve.sh (oracle runs only) and test.sh, read the reward, remove it. For a
+         task with a separate verifier environment, the floor copies the declared artifacts out, starts a fresh
+         container, copies them and the tests in and tests there, as Harbor does.
 
 All sides run warm (images built first, untimed) and side by side in one process, in turn, so machine noise
 hits all of them. Prints the medians and the ratios to the floor.
@@ -47,25 +49,50 @@ def build_image(task: Path) -> str:
     return tag
 
 
+def separate_verifier(task: Path) -> list[str] | None:
+    """The artifacts a task hands to a separate verifier container, or None when its tests share the agent's."""
+    import tomllib
+
+    config = tomllib.loads((task / "task.toml").read_text())
+    if (config.get("verifier") or {}).get("environment_mode") != "separate":
+        return None
+    return [a if isinstance(a, str) else a["source"] for a in config.get("artifacts", [])]
+
+
 async def floor_run(image: str, task: Path, oracle: bool) -> float:
-    """One trial's container work with nothing on top: start, copy in, solve, test, read reward, remove."""
+    """One trial's container work with nothing on top: start, copy in, solve, test, read reward, remove. With a
+    separate verifier: copy the artifacts out, start a fresh container, copy them and the tests in, test there."""
 
     async def run(*args: str) -> str:
         proc = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
         out, _ = await proc.communicate()
         return out.decode().strip()
 
-    cid = await run(ENGINE, "run", "-d", "--network=none", "--stop-signal", "SIGKILL", image, "sleep", "infinity")
+    async def start() -> str:
+        return await run(ENGINE, "run", "-d", "--network=none", "--stop-signal", "SIGKILL", image, "sleep", "infinity")
+
+    artifacts = separate_verifier(task)
+    cids = [await start()]
     try:
-        await run(ENGINE, "exec", cid, "mkdir", "-p", "/logs/verifier", "/logs/agent")
+        await run(ENGINE, "exec", cids[0], "mkdir", "-p", "/logs/verifier", "/logs/agent")
         if oracle:
-            await run(ENGINE, "cp", str(task / "solution"), f"{cid}:/solution")
-            await run(ENGINE, "exec", cid, "bash", "/solution/solve.sh")
-        await run(ENGINE, "cp", str(task / "tests"), f"{cid}:/tests")
-        await run(ENGINE, "exec", cid, "bash", "/tests/test.sh")
-        reward = await run(ENGINE, "exec", cid, "cat", "/logs/verifier/reward.txt")
+            await run(ENGINE, "cp", str(task / "solution"), f"{cids[0]}:/solution")
+            await run(ENGINE, "exec", cids[0], "bash", "/solution/solve.sh")
+        if artifacts is not None:
+            with tempfile.TemporaryDirectory() as held:
+                for i, path in enumerate(artifacts):
+                    await run(ENGINE, "cp", f"{cids[0]}:{path}", f"{held}/{i}")
+                cids.append(await start())
+                await run(ENGINE, "exec", cids[1], "mkdir", "-p", "/logs/verifier")
+                for i, path in enumerate(artifacts):
+                    if Path(held, str(i)).exists():
+                        await run(ENGINE, "exec", cids[1], "rm", "-rf", path)
+                        await run(ENGINE, "cp", f"{held}/{i}", f"{cids[1]}:{path}")
+        await run(ENGINE, "cp", str(task / "tests"), f"{cids[-1]}:/tests")
+        await run(ENGINE, "exec", cids[-1], "bash", "/tests/test.sh")
+        reward = await run(ENGINE, "exec", cids[-1], "cat", "/logs/verifier/reward.txt")
     finally:
-        await run(ENGINE, "rm", "-f", cid)
+        await run(ENGINE, "rm", "-f", *cids)
     expected = "1" if oracle else "0"
     if not reward.startswith(expected):
         raise SystemExit(f"floor run on {task.name} gave reward {reward!r}, expected {expected}")
