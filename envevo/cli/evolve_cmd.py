@@ -102,7 +102,7 @@ def evolve(
     trial_concurrency: int = typer.Option(3, "--trial-concurrency", min=1, help="Sandbox trials at once, across lineages."),
     env: str = typer.Option("podman", "--env", help="Harbor environment for verification."),
     repeats: int = typer.Option(2, "--repeats", min=1, help="Oracle runs per candidate."),
-    red_team: str = typer.Option("on", "--red-team", help="Exploit agents on every candidate (reward forgery, runner hijack, "
+    red_team: str = typer.Option("off", "--red-team", help="Exploit agents on every candidate (reward forgery, runner hijack, "
                                  "tool shadowing, output guessing, peeking); each must score 0: on, off, or sample:N."),
     plan_budget: int = typer.Option(3, "--plan-budget", min=1, help="Proposer→Reviewer rounds per direction."),
     env_budget: int = typer.Option(3, "--env-budget", min=1, help="Modifier→verifier rounds per plan."),

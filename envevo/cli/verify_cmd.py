@@ -61,7 +61,7 @@ def verify(
     image_map: list[str] = typer.Option([], "--image-map", help="Rewrite a base image, e.g. ubuntu:24.04=registry.local/ubuntu:24.04 (repeatable)."),
     config: Path | None = typer.Option(None, "--config", help="envevo.toml with an [images] table (default: ./envevo.toml if present)."),
     jobs_dir: Path | None = typer.Option(None, "--jobs-dir", help="Where trial logs go (default: ./jobs/verify-<time>)."),
-    red_team: str = typer.Option("on", "--red-team", help="Exploit agents (reward forgery, runner hijack, tool shadowing, output guessing, peeking) must all score 0: on, off, or sample:N."),
+    red_team: str = typer.Option("off", "--red-team", help="Exploit agents (reward forgery, runner hijack, tool shadowing, output guessing, peeking) must all score 0: on, off, or sample:N."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON list, one object per task."),
 ) -> None:
     """Check each task in real containers: the reference solution passes (oracle), an empty one fails (invalid-test), and, with --red-team, no exploit passes."""
