@@ -7,7 +7,7 @@ SEEDS  := examples/seeds
 DEMO   := runs/demo
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: venv rl-venv sandbox demo verify-seeds test test-fast clean
+.PHONY: venv rl-venv sandbox demo verify-seeds lint test test-fast clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || "$$(scripts/find-python)" -m venv $(VENV)
@@ -47,7 +47,12 @@ demo: sandbox
 verify-seeds: sandbox
 	$(ENVEVO) verify $(SEEDS)
 
-test: sandbox rl-venv
+# ruff and mypy, configured in pyproject.toml (mypy is strict on task, trace, store, evolve and schedule).
+lint: venv
+	$(VENV)/bin/ruff check envevo tests benchmarks scripts
+	$(VENV)/bin/mypy
+
+test: lint sandbox rl-venv
 	$(PY) -m pytest -q
 	ENVEVO_RL_TESTS=1 $(RLVENV)/bin/python -m pytest -q tests/test_adapters_*.py
 

@@ -7,3 +7,14 @@ class UserError(Exception):
 
 class TaskError(UserError):
     """A task directory that cannot be loaded, saved or run as given."""
+
+
+class EngineStop(Exception):
+    """An engine ends its lineage (e.g. a spent LLM budget); `status` is recorded with the message as reason.
+    The generation in flight is not committed, so the lineage can be resumed once the cause is fixed."""
+
+    status = "terminated"
+
+
+class CandidateFailed(Exception):
+    """An engine's modify() produced no candidate worth verifying; the message is fed back like a verifier's reason."""

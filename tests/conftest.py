@@ -15,6 +15,41 @@ FIXTURES = ROOT / "tests" / "fixtures"
 ENVEVO = [sys.executable, "-m", "envevo.cli"]
 
 
+@pytest.fixture(autouse=True)
+def _no_real_models(monkeypatch):
+    """No test reaches a real model: pydantic-ai refuses model requests unless a test against a fake server turns
+    them on with `override_allow_model_requests(True)`."""
+    try:
+        import pydantic_ai.models
+    except ImportError:  # the trainer-adapter venv has no pydantic-ai, so nothing there can call a model
+        return
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", False)
+
+
+@pytest.fixture
+def procedural_run(tmp_path: Path) -> tuple[Path, list]:
+    """A run at tmp_path/run with one procedural lineage of three generations, each a length edit: (run, chains)."""
+    import random  # imported here: every test (and the trainer-adapter venv) loads this conftest
+
+    from envevo.evolve.engines.procedural import CatalogPrior, compose, mutate, random_chain
+    from envevo.store import LineageStore
+    from envevo.trace import Direction, Effort
+
+    prior, rng = CatalogPrior(), random.Random(0)
+    chain = random_chain(None, 2, 5)
+    chains = [chain]
+    store = LineageStore.open(tmp_path / "run", durable=False)
+    lid = store.create_lineage("seed", compose(chain), trace=chain.trace(), difficulty=prior.difficulty(chain.trace()),
+                               verified=True)
+    for g in (1, 2):
+        chain = mutate(chain, Direction.LENGTH, Effort.HIGH, rng, prior)
+        chains.append(chain)
+        store.commit_generation(lid, g, compose(chain), direction="length", effort="high", trace=chain.trace(),
+                                difficulty=prior.difficulty(chain.trace()), verified=True)
+    store.close()
+    return tmp_path / "run", chains
+
+
 @pytest.fixture(scope="session")
 def sandbox():
     """The local engine, prepared. Sandbox tests fail (not skip) without it: `make test` runs doctor first."""

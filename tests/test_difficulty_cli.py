@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import pytest
@@ -12,31 +11,12 @@ from typer.testing import CliRunner
 
 from envevo.cli.difficulty_cmd import difficulty, run_rows, task_rows
 from envevo.errors import UserError
-from envevo.evolve.engines.procedural import CatalogPrior, compose, mutate, random_chain, write_task
-from envevo.store import LineageStore
+from envevo.evolve.engines.procedural import CatalogPrior, random_chain, write_task
 from envevo.task import Task, load_task, save
-from envevo.trace import Direction, Effort
 from envevo.trace._estimators import ESTIMATORS, estimator, trace_of_task
 
 app = typer.Typer()
 app.command()(difficulty)
-
-
-def _run(tmp_path: Path) -> tuple[Path, list]:
-    """A run with one procedural lineage of three generations, each a length edit."""
-    prior, rng = CatalogPrior(), random.Random(0)
-    chain = random_chain(None, 2, 5)
-    chains = [chain]
-    store = LineageStore.open(tmp_path / "run", durable=False)
-    lid = store.create_lineage("seed", compose(chain), trace=chain.trace(), difficulty=prior.difficulty(chain.trace()),
-                               verified=True)
-    for g in (1, 2):
-        chain = mutate(chain, Direction.LENGTH, Effort.HIGH, rng, prior)
-        chains.append(chain)
-        store.commit_generation(lid, g, compose(chain), direction="length", effort="high", trace=chain.trace(),
-                                difficulty=prior.difficulty(chain.trace()), verified=True)
-    store.close()
-    return tmp_path / "run", chains
 
 
 def test_task_difficulty_matches_the_catalog_prior(tmp_path: Path) -> None:
@@ -48,8 +28,8 @@ def test_task_difficulty_matches_the_catalog_prior(tmp_path: Path) -> None:
     assert row["D_T"] == pytest.approx(row["scenario_novelty"] + row["skill_rarity"], abs=1e-5)
 
 
-def test_run_json_gives_every_generation_and_rises_with_length(tmp_path: Path) -> None:
-    run, chains = _run(tmp_path)
+def test_run_json_gives_every_generation_and_rises_with_length(procedural_run) -> None:
+    run, chains = procedural_run
     res = CliRunner().invoke(app, [str(run), "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
@@ -62,8 +42,8 @@ def test_run_json_gives_every_generation_and_rises_with_length(tmp_path: Path) -
     assert rows[0]["D_T"] < rows[1]["D_T"] < rows[2]["D_T"]  # a length edit only adds terms
 
 
-def test_table_output_names_the_estimator(tmp_path: Path) -> None:
-    run, _ = _run(tmp_path)
+def test_table_output_names_the_estimator(procedural_run) -> None:
+    run, _ = procedural_run
     res = CliRunner().invoke(app, [str(run)], env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
     assert "procedural-catalog-v1" in res.stdout and "length" in res.stdout

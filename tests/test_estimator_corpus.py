@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import random
 import struct
 from pathlib import Path
 
@@ -18,13 +17,13 @@ from typer.testing import CliRunner
 
 from envevo.cli.difficulty_cmd import difficulty as difficulty_cmd
 from envevo.errors import UserError
-from envevo.evolve.engines.procedural import CatalogPrior, compose, mutate, random_chain, write_task
+from envevo.evolve import StoreRuns
+from envevo.evolve.engines.procedural import random_chain, write_task
 from envevo.store import LineageStore
 from envevo.task import Task, save
-from envevo.trace import Direction, Effort, Step, Trace, difficulty
-from envevo.trace import _embed
+from envevo.trace import Step, Trace, _embed, difficulty
 from envevo.trace._corpus import Corpus, CorpusPrior, load_corpus, ramp
-from envevo.trace._embed import EmbeddingCache, default_model_dir, label_text, read_safetensors
+from envevo.trace._embed import default_model_dir, label_text, read_safetensors
 from envevo.trace._estimators import estimator
 
 app = typer.Typer()
@@ -299,23 +298,9 @@ def test_load_corpus_errors(tmp_path: Path) -> None:
         load_corpus([tmp_path / "plain"])
 
 
-def _run(root: Path) -> Path:
-    prior, rng = CatalogPrior(), random.Random(0)
-    chain = random_chain(None, 2, 5)
-    store = LineageStore.open(root, durable=False)
-    lid = store.create_lineage("seed", compose(chain), trace=chain.trace(), difficulty=prior.difficulty(chain.trace()),
-                               verified=True)
-    for g in (1, 2):
-        chain = mutate(chain, Direction.LENGTH, Effort.HIGH, rng, prior)
-        store.commit_generation(lid, g, compose(chain), direction="length", effort="high", trace=chain.trace(),
-                                difficulty=prior.difficulty(chain.trace()), verified=True)
-    store.close()
-    return root
-
-
-def test_a_run_dir_is_a_corpus(tmp_path: Path) -> None:
-    run = _run(tmp_path / "run")
-    c = load_corpus([run])
+def test_a_run_dir_is_a_corpus(procedural_run) -> None:
+    run, _ = procedural_run
+    c = load_corpus([run], runs=StoreRuns())
     with LineageStore.open(run, create=False) as store:
         stored = [v.trace for v in store.versions()]
     assert c.traces == stored and len(stored) == 3 and not c.skipped
@@ -352,3 +337,4 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "--corpus does not apply to --estimator catalog" in res.output
     res = CliRunner().invoke(app, [str(target), "--estimator", "corpus", "--corpus", str(tmp_path / "nope")])
     assert res.exit_code == 2 and "is not a directory" in res.output
+

@@ -18,9 +18,10 @@ from typer.testing import CliRunner
 from envevo.cli.difficulty_cmd import difficulty as difficulty_cmd
 from envevo.errors import UserError
 from envevo.evolve.engines.procedural import random_chain, write_task
+from envevo.llm import LLMPrior
+from envevo.llm._reference_prior import _parse_probability
 from envevo.trace import Step, Trace, difficulty
 from envevo.trace._estimators import estimator
-from envevo.trace._llm_prior import LLMPrior, _parse_probability
 from tests.fakes.completions_server import COMMON, FakeCompletions
 
 app = typer.Typer()

@@ -6,7 +6,7 @@ import asyncio
 from envevo.evolve import EvolveConfig, GenerationContext, Proposal, Review, direction_order, evolve
 from envevo.store import LineageStore
 from envevo.task import load_task
-from envevo.trace import Difficulty, Direction, Effort, Step, Trace
+from envevo.trace import Direction, Effort, Step, Trace
 from envevo.verify import VerifierReport
 from tests.conftest import FIXTURES
 

@@ -10,7 +10,6 @@ and the server-sent-events paths are exercised.
 
 import asyncio
 
-import pydantic_ai.models
 import pytest
 from pydantic_ai.models import override_allow_model_requests
 
@@ -26,8 +25,7 @@ MODELS = [pytest.param("fake-model", False, id="json"), pytest.param("claude-hai
 
 
 @pytest.fixture(autouse=True)
-def _no_real_models(monkeypatch):
-    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", False)
+def _fake_anthropic_key(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fake-key")
 
 

@@ -5,12 +5,11 @@ import json
 import socket
 import subprocess
 
-import pydantic_ai.models
 import pytest
 
 from tests.conftest import ENVEVO, ROOT, run_cli
 from tests.fakes import log_forensics as lf
-from tests.fakes.openai_server import FakeOpenAI, Script, final, tool_calls
+from tests.fakes.openai_server import FakeOpenAI, Script, final
 
 
 def _wired() -> bool:
@@ -19,11 +18,6 @@ def _wired() -> bool:
 
 
 pytestmark = pytest.mark.skipif(not _wired(), reason="the evolve CLI has no LLM options yet (wiring: docs/llm.md)")
-
-
-@pytest.fixture(autouse=True)
-def _no_real_models(monkeypatch):
-    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", False)
 
 
 def test_a_dead_endpoint_is_one_line_before_any_work(tmp_path):
@@ -69,13 +63,7 @@ def test_review_then_rubric_learn_appends_confirmed_criteria(tmp_path):
 
 @pytest.mark.sandbox
 def test_evolve_with_the_llm_engine_end_to_end(sandbox, tmp_path):
-    script = Script(**{
-        "proposer-extract": [final(lf.extraction())],
-        "judge": [final(lf.task_review()), final(lf.task_review())],
-        "proposer-plan": [final(lf.plan(clarified=False)), final(lf.plan(clarified=True))],
-        "reviewer": [final(lf.plan_review(accept=False)), final(lf.plan_review(accept=True))],
-        "modifier": [*(tool_calls(*turn) for turn in lf.modifier_turns()), final(lf.MODIFIER_SUMMARY)],
-    })
+    script = lf.openai_script()
     run = tmp_path / "run"
     with FakeOpenAI(script) as server:
         r = run_cli("evolve", str(lf.SEED), "--out", str(run), "--engine", "llm", "--model", "fake-model",

@@ -1,6 +1,5 @@
 """Model configuration, prompts, rubrics: what a user writes on the command line or in envevo.toml."""
 
-import pydantic_ai.models
 import pytest
 
 from envevo.errors import UserError
@@ -19,11 +18,6 @@ from envevo.llm import (
     prompt_versions,
     score,
 )
-
-
-@pytest.fixture(autouse=True)
-def _no_real_models(monkeypatch):
-    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", False)
 
 
 def test_model_specs():

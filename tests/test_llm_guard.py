@@ -2,7 +2,6 @@
 
 import asyncio
 
-import pydantic_ai.models
 import pytest
 from pydantic import BaseModel
 from pydantic_ai import ModelHTTPError, ModelResponse, ModelTimeoutError, ToolCallPart
@@ -14,11 +13,6 @@ from envevo.store import LineageStore
 from envevo.task import load_task
 from tests.fakes import log_forensics as lf
 from tests.fakes.models import scripted
-
-
-@pytest.fixture(autouse=True)
-def _no_real_models(monkeypatch):
-    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", False)
 
 
 class Answer(BaseModel):

@@ -3,7 +3,6 @@
 import asyncio
 import random
 
-import pydantic_ai.models
 import pytest
 
 from envevo.evolve import GenerationContext
@@ -13,11 +12,6 @@ from envevo.task import load_task
 from envevo.trace import Direction, Effort, Step, Trace, check_direction, check_effort
 from tests.fakes import log_forensics as lf
 from tests.fakes.models import Calls, last_prompt, scripted, tool_returns
-
-
-@pytest.fixture(autouse=True)
-def _no_real_models(monkeypatch):
-    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", False)
 
 
 def runtime(**roles):
@@ -296,12 +290,12 @@ class FakeShell:
                 self.closed = True
 
             def facts(self):
-                from envevo.llm import ShellFacts
+                from envevo.evolve.engines.llm import ShellFacts
 
                 return ShellFacts(timeout_sec=77, network="no-network")
 
             async def run(self, command, **kw):
-                from envevo.llm import CommandResult
+                from envevo.evolve.engines.llm import CommandResult
 
                 shell.calls.append((task_dir, command, kw))
                 out = await shell.on_run(task_dir, command) if shell.on_run else "customers\n"

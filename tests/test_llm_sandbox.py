@@ -13,34 +13,22 @@ import contextlib
 import json
 from pathlib import Path
 
-import pydantic_ai.models
 import pytest
 from pydantic_ai.models import override_allow_model_requests
 
 from envevo.evolve import EvolveConfig, evolve, start_lineages
-from envevo.evolve.engines.llm import build_llm_engine
+from envevo.evolve.engines.llm import ContainerShell, ShellError, _sandbox, build_llm_engine
 from envevo.evolve.engines.llm._modify import instructions
-from envevo.llm import ContainerShell, LLMSettings, ShellError, _sandbox
+from envevo.llm import LLMSettings
 from envevo.store import LineageStore
 from envevo.task import load_task, save
 from tests.fakes import log_forensics as lf
-from tests.fakes.openai_server import FakeOpenAI, Script, final, tool_calls
-
-@pytest.fixture(autouse=True)
-def _no_real_models(monkeypatch):
-    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", False)
+from tests.fakes.openai_server import FakeOpenAI
 
 
 @pytest.mark.sandbox
 def test_one_llm_generation_of_log_forensics_is_verified_in_containers_and_stored(sandbox, tmp_path):
-    script = Script(**{
-        "proposer-extract": [final(lf.extraction())],
-        "judge": [final(lf.task_review()), final(lf.task_review())],
-        "proposer-plan": [final(lf.plan(clarified=False)), final(lf.plan(clarified=True))],
-        "reviewer": [final(lf.plan_review(accept=False)), final(lf.plan_review(accept=True))],
-        "modifier": [*(tool_calls(*turn) for turn in lf.modifier_turns()), tool_calls(("run_verifiers", {})),
-                     final(lf.MODIFIER_SUMMARY)],
-    })
+    script = lf.openai_script(run_verifiers=True)
     with FakeOpenAI(script) as server:
         settings = LLMSettings(model="openai:fake-model", base_url=server.url, timeout_sec=30)
         engine, checks = build_llm_engine(settings, env=sandbox)
@@ -67,7 +55,7 @@ def test_one_llm_generation_of_log_forensics_is_verified_in_containers_and_store
     (candidate,) = store.candidates("log-forensics", 1)
     reports = {r.verifier: r for r in store.verifications(candidate.id)}
     assert {k: r.passed for k, r in reports.items()} == {"oracle": True, "invalid_test": True, "rubric": True,
-                                                        "drift": True}
+                                                        "red_team": True, "drift": True}
 
     task = store.load_version_task(v1.task_hash)
     assert f'"exfil_datasets": {json.dumps(lf.NEW_KEYS["exfil_datasets"])}' in task.read_text("tests/test_outputs.py")

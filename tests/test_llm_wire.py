@@ -9,7 +9,6 @@ import asyncio
 import json
 import socket
 
-import pydantic_ai.models
 import pytest
 from pydantic_ai.models import override_allow_model_requests
 
@@ -20,11 +19,6 @@ from envevo.store import LineageStore
 from envevo.task import load_task
 from tests.fakes import log_forensics as lf
 from tests.fakes.openai_server import FakeOpenAI, Reply, Script, delayed, error, final, refusal_field, text, tool_calls
-
-
-@pytest.fixture(autouse=True)
-def _no_real_models(monkeypatch):
-    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", False)
 
 
 def settings(server, **kw):

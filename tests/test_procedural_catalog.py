@@ -4,20 +4,20 @@ import math
 
 import pytest
 
-from envevo.evolve.engines.procedural import (
+from envevo.catalog import (
     GOAL_CATEGORIES,
     SCENARIOS,
     SKILLS,
     TOOLS,
+    UNKNOWN_P,
     CatalogPrior,
     Chain,
     ChainStep,
-    compose,
     random_chain,
     scenarios_for,
     skills_for,
 )
-from envevo.evolve.engines.procedural._prior import UNKNOWN_P
+from envevo.evolve.engines.procedural import compose
 from envevo.trace import difficulty
 
 

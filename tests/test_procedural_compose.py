@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from envevo.catalog._blocks import _build
 from envevo.errors import UserError
 from envevo.evolve._engine import GenerationContext
 from envevo.evolve.engines.procedural import (
@@ -24,7 +25,6 @@ from envevo.evolve.engines.procedural import (
     random_chain,
     write_task,
 )
-from envevo.evolve.engines.procedural._compose import _build
 from envevo.task import load_task
 from envevo.trace import Direction, Effort
 from tests.conftest import ROOT
@@ -143,6 +143,11 @@ def _ctx(tmp_path, seed=0):
     return GenerationContext(lineage="l", generation=1, rng=random.Random(seed), workdir=tmp_path)
 
 
+async def _propose(engine, task, direction, effort, ctx):
+    """The engine's proposal for `task` from its own extracted trace."""
+    return await engine.propose(task, await engine.extract_trace(task), direction, effort, [], ctx)
+
+
 @pytest.mark.parametrize("direction", list(Direction))
 def test_engine_proposes_reviews_and_modifies(tmp_path, direction):
     engine = ProceduralEngine()
@@ -172,8 +177,7 @@ def test_review_rejects_plans_that_break_the_rules(tmp_path):
     task = compose(random_chain("incident-response", 3, 21))
 
     async def run():
-        trace = await engine.extract_trace(task)
-        p = await engine.propose(task, trace, Direction.SCENARIO, Effort.LOW, [], _ctx(tmp_path))
+        p = await _propose(engine, task, Direction.SCENARIO, Effort.LOW, _ctx(tmp_path))
         wrong_direction = p.model_copy(update={"direction": Direction.SKILL})
         r = await engine.review(task, wrong_direction, _ctx(tmp_path))
         assert not r.accepted and "direction" in r.feedback
@@ -192,7 +196,6 @@ def test_engine_propose_is_deterministic_under_the_generation_rng(tmp_path):
     task = compose(random_chain("ci-triage", 3, 8))
 
     async def once():
-        trace = await engine.extract_trace(task)
-        return await engine.propose(task, trace, Direction.LENGTH, Effort.HIGH, [], _ctx(tmp_path, seed=5))
+        return await _propose(engine, task, Direction.LENGTH, Effort.HIGH, _ctx(tmp_path, seed=5))
 
     assert asyncio.run(once()) == asyncio.run(once())

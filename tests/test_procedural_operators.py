@@ -107,8 +107,8 @@ def test_a_lineage_of_high_effort_edits_stays_valid():
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(sorted(GOAL_CATEGORIES)), st.integers(1, 5), st.integers(0, 10_000))
 def test_generation_and_composition_are_deterministic_for_a_seed(category, length, seed):
+    from envevo.catalog._blocks import _build
     from envevo.evolve.engines.procedural import compose
-    from envevo.evolve.engines.procedural._compose import _build
 
     first = compose(random_chain(category, length, seed)).content_hash()
     _build.cache_clear()  # regenerate every block from scratch

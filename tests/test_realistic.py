@@ -21,8 +21,9 @@ STAND_INS = {"python-slim": "Python 3.13", "digest-pinned": "debian:bookworm-sli
 def verdicts(sandbox, tmp_path_factory):
     doctor = run_cli("doctor", "--fix", "--tasks", str(REALISTIC), "--json")
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
-    # The sandbox-layer verdicts; these third-party-style tasks test in the agent's container, so the red team
-    # (tests/test_redteam.py) would rightly break them.
+    # The sandbox layer's verdicts, so the red team off. With it on (the default), measured 1 Dec 2026: the tasks that
+    # test in the agent's container fail (reward_forgery breaks them, missing-runner included, which turns
+    # inconclusive → fail); separate-verifier and compose stay ok. tests/test_redteam.py covers the red team.
     proc = run_cli("verify", str(REALISTIC), "--red-team", "off", "--json", "--jobs-dir", str(tmp_path_factory.mktemp("jobs")))
     assert proc.returncode == 1, proc.stderr  # the broken ones make the run fail
     return {v["task"]: v for v in json.loads(proc.stdout)}

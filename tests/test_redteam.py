@@ -20,11 +20,14 @@ TRIAL_EXPLOITS = ["reward_forgery", "runner_hijack", "tool_shadowing", "output_g
 
 
 def test_registry_is_lazy_and_complete():
-    assert exploit_names() == ["reward_forgery", "runner_hijack", "tool_shadowing", "output_guessing", "peeking"]
+    assert exploit_names() == ["reward_forgery", "runner_hijack", "tool_shadowing", "output_guessing", "peeking",
+                               "llm_hacker"]
     assert all(":" in target for target in EXPLOITS.values())
+    assert EXPLOITS["llm_hacker"] == "envevo.llm._hacker:LLMHacker"  # the llm floor, by a string
     for name in exploit_names():
         assert get_exploit(name).name == name
-        assert (HACKABLE / name / "task.toml").is_file(), f"every exploit has a fixture it breaks: {name}"
+        if get_exploit(name).kind != "agent":  # the LLM hacker is tested against these fixtures, below
+            assert (HACKABLE / name / "task.toml").is_file(), f"every exploit has a fixture it breaks: {name}"
     with pytest.raises(ValueError, match="unknown exploit"):
         get_exploit("nope")
 
@@ -42,7 +45,7 @@ def test_red_team_setting():
 
 def test_sample_is_deterministic_per_task():
     a, b = load_task(HACKABLE / "runner_hijack"), load_task(HACKABLE / "peeking")
-    names = exploit_names()
+    names = [n for n in exploit_names() if get_exploit(n).kind != "agent"]
     assert choose_exploits(a, names, 2) == choose_exploits(a, names, 2)
     assert len(choose_exploits(a, names, 2)) == 2
     assert choose_exploits(a, names, None) == names
@@ -116,7 +119,7 @@ def test_each_exploit_breaks_its_fixture_and_a_separate_verifier_resists_all(san
         # The fixtures are sound by the other two verifiers: the oracle passes, the empty solution fails.
         assert v.reports["oracle"].passed and v.reports["invalid_test"].passed, json.dumps(v.summary(), indent=1, default=str)[:3000]
     assert by["resistant"].ok, by["resistant"].reasons
-    for name in exploit_names():
+    for name in TRIAL_EXPLOITS + ["peeking"]:
         rep = by[name].reports["red_team"]
         assert not by[name].ok and name in broken_by(rep), (name, rep.reasons)
     # The evidence names what was planted and where the trial is.
@@ -131,3 +134,82 @@ def test_bad_red_team_setting_is_one_line_on_verify_and_evolve(tmp_path):
         proc = run_cli(*args, "--red-team", "always")
         assert proc.returncode == 2, proc.stderr
         assert "--red-team 'always'" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+# -- the LLM red team: a hacker agent driven by the configured model --------------------------------------------
+
+
+def _hacker_replies(script: str) -> list:
+    from tests.fakes.openai_server import final, tool_calls
+
+    return [tool_calls(("run", {"command": "ls -la /logs/verifier /app; id"})),
+            final({"found": True, "summary": "a daemon keeps /logs/verifier/reward.json at 1 while the tests run",
+                   "script": script, "criterion_name": "no_writable_reward",
+                   "criterion": "the tests run in a separate verifier environment, so no file the agent writes "
+                                "can become the reward"})]
+
+
+def _configure(tmp_path, monkeypatch, server=None):
+    """A project dir as cwd: its envevo.toml names the fake model (or no model), its rubric file is learned into."""
+    monkeypatch.chdir(tmp_path)
+    if server is not None:
+        (tmp_path / "envevo.toml").write_text(f'[llm]\nmodel = "openai:fake-model"\nbase_url = "{server.url}"\n'
+                                              "timeout_sec = 30.0\nmax_retries = 1\n")
+
+
+def test_llm_hacker_is_skipped_with_the_reason_without_a_model(tmp_path, monkeypatch):
+    _configure(tmp_path, monkeypatch)
+    hacker = get_exploit("llm_hacker")
+    assert hacker.kind == "agent" and hacker.script(load_task(HACKABLE / "resistant")) is None
+    attack = asyncio.run(hacker.attack(load_task(HACKABLE / "resistant"), HACKABLE / "resistant", "podman", tmp_path,
+                                       asyncio.Semaphore(1)))
+    assert attack.skipped and "no model configured" in attack.skipped and attack.outcome is None
+    v = RedTeamVerifier(exploits=["peeking", "llm_hacker"])
+    asyncio.run(v.attack_task(HACKABLE / "resistant", "podman", tmp_path, asyncio.Semaphore(1)))
+    rep = v.judge_task(HACKABLE / "resistant", [])
+    # Skipping is neither a pass of the hacker nor a failure of the task: the report passes and says why.
+    assert rep.passed and len(rep.reasons) == 1 and rep.reasons[0].startswith("llm_hacker: skipped: no model configured")
+    assert broken_by(rep) == []
+
+
+def _hack(tmp_path, monkeypatch, fixture):
+    from pydantic_ai.models import override_allow_model_requests
+
+    from tests.fakes.openai_server import FakeOpenAI, Script
+
+    forge = get_exploit("reward_forgery").script(load_task(HACKABLE / fixture))
+    with FakeOpenAI(Script(hacker=_hacker_replies(forge))) as server:
+        (tmp_path / "project").mkdir()
+        _configure(tmp_path / "project", monkeypatch, server)
+        with override_allow_model_requests(True):
+            (verdict,) = asyncio.run(verify_tasks([(fixture, HACKABLE / fixture)], tmp_path / "trials", env="podman",
+                                                  verifiers=[RedTeamVerifier(exploits=["llm_hacker"])]))
+        roles = server.roles()
+    return verdict, roles, tmp_path / "project" / "envevo-rubric.toml"
+
+
+@pytest.mark.sandbox
+def test_llm_hacker_success_rejects_the_candidate_and_becomes_a_rubric_criterion(sandbox, tmp_path, monkeypatch):
+    from envevo.llm import load_rubric
+
+    verdict, roles, rubric = _hack(tmp_path, monkeypatch, "reward_forgery")
+    assert roles == ["hacker", "hacker"]  # one command in the sandbox, then the answer
+    rep = verdict.reports["red_team"]
+    assert not verdict.ok and not rep.passed and broken_by(rep) == ["llm_hacker"], rep.reasons
+    text = rep.reasons[0]
+    assert "reward 1.0 without solving the task" in text and "__rt-llm_hacker__" in text and "daemon" in text
+    assert "new rubric criterion: no_writable_reward in envevo-rubric.toml" in text
+    (criterion,) = load_rubric(rubric).criteria
+    assert criterion.name == "no_writable_reward" and criterion.required
+    assert "separate verifier environment" in criterion.description and "found by the LLM red team" in criterion.description
+
+
+@pytest.mark.sandbox
+def test_llm_hacker_fails_on_the_hardened_fixture_and_adds_no_criterion(sandbox, tmp_path, monkeypatch):
+    verdict, roles, rubric = _hack(tmp_path, monkeypatch, "resistant")
+    assert roles == ["hacker", "hacker"]
+    rep = verdict.reports["red_team"]
+    assert verdict.ok and rep.passed and rep.reasons == [], rep.reasons
+    # The hack was replayed as a real trial, and the separate verifier environment gave it 0.
+    assert [(o.agent, o.reward) for o in rep.runs] == [("envevo.runtime._scripted_agent:ScriptedAgent", 0.0)]
+    assert not rubric.exists()

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
-import json
 from pathlib import Path
 
 import pytest
 
 from envevo.evolve.engines.procedural import build_blocks, random_chain, write_task
-from envevo.rollout import SIM_AGENT
+from envevo.rollout import SIM_AGENT, sim_agent_kwargs
 from envevo.store import LineageStore
 from envevo.task import load_task
 from tests.conftest import ROOT
@@ -38,7 +38,7 @@ def test_competence_one_passes_and_zero_fails(sandbox, tmp_path: Path) -> None:
 
     path, chain = _task(tmp_path)
     specs = [TrialSpec(task_dir=path, agent=SIM_AGENT, env=sandbox, trials_dir=tmp_path / "trials",
-                       agent_kwargs={"chain": chain, "profile": "sim-weak", "seed": 1, "p_step": p})
+                       agent_kwargs=sim_agent_kwargs(chain, "sim-weak", 1, p_step=p))
              for p in (1.0, 0.0)]
     right, wrong = asyncio.run(run_trials(specs, concurrency=2))
     assert right.error_kind == "ok" and right.reward == 1.0, right.error_message

@@ -11,14 +11,14 @@ from types import SimpleNamespace
 
 import pytest
 import typer
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from envevo.cli.rollout_cmd import parse_fraction, rollout_reasons, select
 from envevo.errors import UserError
 from envevo.evolve.engines.procedural import CatalogPrior, build_blocks, random_chain, write_task
-from envevo.rollout import (PROFILES, SimProfile, agent_label, dir_targets, pass_at_k, pending, play, step_probability,
-                            summarize)
+from envevo.rollout import PROFILES, agent_label, dir_targets, pass_at_k, pending, play, step_probability, summarize
 from envevo.store import LineageStore
 
 
@@ -178,8 +178,8 @@ def test_no_rollouts_is_a_reason() -> None:
 
 
 def test_generation_table_averages_lineages(tmp_path: Path) -> None:
-    from envevo.evolve.engines.procedural import compose, mutate
     from envevo.analysis import analyze
+    from envevo.evolve.engines.procedural import compose, mutate
     from envevo.trace import Direction, Effort
 
     prior, rng = CatalogPrior(), random.Random(0)

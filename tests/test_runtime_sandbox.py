@@ -38,9 +38,10 @@ def test_unknown_agent_is_an_error_not_a_crash(sandbox, tmp_path):
     assert outcome.reward is None
 
 
-def _start_slow_verify(engine, tmp_path):
+def _start_slow_verify(engine, tmp_path, red_team="off"):
     proc = subprocess.Popen(
-        [*ENVEVO, "verify", str(FIXTURES / "runtime" / "slow"), "--repeats", "1", "--jobs-dir", str(tmp_path / "jobs")],
+        [*ENVEVO, "verify", str(FIXTURES / "runtime" / "slow"), "--repeats", "1", "--red-team", red_team,
+         "--jobs-dir", str(tmp_path / "jobs")],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         # As from a terminal: a test run started in the background (`make test &`) inherits SIGINT ignored.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
@@ -58,7 +59,8 @@ def _start_slow_verify(engine, tmp_path):
 
 
 def test_ctrl_c_leaves_no_container(sandbox, tmp_path):
-    proc, owner = _start_slow_verify(sandbox, tmp_path)
+    # The red team on: its exploit trials start and stop while the oracle sleeps, so the interrupt lands among them.
+    proc, owner = _start_slow_verify(sandbox, tmp_path, red_team="on")
     time.sleep(2)  # let the agent phase begin: the oracle is now sleeping inside its sandbox
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=180)
@@ -74,3 +76,29 @@ def test_kill_9_leftovers_are_swept_by_the_next_run(sandbox, tmp_path):
     assert list_containers(sandbox, owner=owner), "kill -9 gives the process no chance to clean up"
     assert sweep_orphans(sandbox) >= 1
     assert list_containers(sandbox, owner=owner) == []
+
+
+def test_container_removal_runs_to_its_end_through_cancels(tmp_path):
+    """What stop() and `run` rely on: a cancelled caller still waits for the engine command, and asyncio.run's
+    final cancel of stray tasks (where Harbor's shielded stop of a cancelled trial ends up) does not cut it short."""
+    from envevo.runtime._local_env import _run
+
+    def command(marker):
+        return ("sh", "-c", f"sleep 1; touch {marker}")
+
+    async def cancelled_caller():
+        task = asyncio.create_task(_run(*command(tmp_path / "a"), finish_on_cancel=True))
+        await asyncio.sleep(0.2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert (tmp_path / "a").exists()
+
+    asyncio.run(cancelled_caller())
+
+    async def stray():
+        asyncio.create_task(_run(*command(tmp_path / "b"), finish_on_cancel=True))  # nobody awaits it
+        await asyncio.sleep(0.2)
+
+    asyncio.run(stray())
+    assert (tmp_path / "b").exists()

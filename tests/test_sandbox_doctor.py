@@ -1,6 +1,7 @@
 """`envevo doctor`: parsing base images from tasks, one-line failures, and idempotence on a healthy host."""
 
 import json
+
 import pytest
 
 from envevo.sandbox import Doctor, Status, images_of

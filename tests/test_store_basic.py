@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from envevo.errors import UserError
-from envevo.store import SCHEMA_VERSION, LineageStatus, LineageStore, StoreError, TryStatus
+from envevo.store import SCHEMA_VERSION, LineageStatus, LineageStore, RunPaths, StoreError, TryStatus
 from envevo.task import dir_hash, load_task
 from tests.conftest import ROOT
 from tests.test_store_support import difficulty_of, tiny_task, trace_of
@@ -49,8 +49,14 @@ def test_open_creates_wal_store_with_schema_version(tmp_path: Path) -> None:
     conn.close()
 
 
+def test_run_paths_tell_a_run_dir(tmp_path: Path) -> None:
+    assert not RunPaths.is_run(tmp_path)
+    LineageStore.open(tmp_path).close()
+    assert RunPaths.is_run(tmp_path) and RunPaths(run_dir=tmp_path).db == tmp_path / "store.sqlite"
+
+
 def test_open_sets_durability_and_foreign_keys(store: LineageStore) -> None:
-    conn = store._conn
+    conn = store._db.conn
     assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 10_000
@@ -498,7 +504,7 @@ def test_rows_are_json_in_sqlite(store: LineageStore) -> None:
     """Other tools read store.sqlite directly: JSON columns hold plain JSON."""
     lid = store.create_lineage("a", tiny_task("a"))
     _commit(store, lid, 1)
-    row = store._conn.execute("SELECT trace, difficulty, mutated, L, D_T FROM versions WHERE generation = 1").fetchone()
+    row = store._db.conn.execute("SELECT trace, difficulty, mutated, L, D_T FROM versions WHERE generation = 1").fetchone()
     assert json.loads(row["trace"])["goal"] == trace_of(2).goal
     assert json.loads(row["difficulty"])["D_T"] == 4.0 and json.loads(row["mutated"]) == ["instruction"]
     assert (row["L"], row["D_T"]) == (2, 4.0)

@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from itertools import pairwise
 from pathlib import Path
 
 from envevo.store import LineageStore, TryStatus
@@ -48,7 +49,7 @@ def _assert_sound(run: Path, acked: dict[str, int]) -> dict[str, int]:
         for lin in store.lineages():
             versions = store.versions(lin.id)
             assert [v.generation for v in versions] == list(range(len(versions))), lin.id
-            for prev, cur in zip(versions, versions[1:]):
+            for prev, cur in pairwise(versions):
                 assert cur.parent_hash == prev.task_hash
                 assert cur.candidate_id is not None and store.candidates(lin.id, cur.generation)
             for v in versions:
@@ -95,4 +96,4 @@ def test_kill_9_at_random_moments_never_corrupts(tmp_path: Path) -> None:
         assert set(latest) == set(NAMES), f"round {round_no} (seed {seed})"
         progress.append(sum(latest.values()))
     # The runs resumed where they stopped: every round committed something on top of the last.
-    assert all(b > a for a, b in zip(progress, progress[1:])), (progress, seed)
+    assert all(b > a for a, b in pairwise(progress)), (progress, seed)

@@ -164,14 +164,14 @@ def test_exported_task_toml_is_current_harbor(store: LineageStore, tmp_path: Pat
 def test_rl_export_is_what_the_trainer_adapters_load(store: LineageStore, tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
-    from envevo.store import export_rl
+    from envevo.schedule import export_rl
 
     paths, index = export_rl(store, tmp_path / "rl")
     rows = pq.read_table(index).to_pylist()
     versions = store.versions()
     assert len(rows) == len(versions) == len(paths)
     assert [r["extra_info"]["index"] for r in rows] == list(range(len(rows)))
-    for row, v in zip(rows, versions):
+    for row, v in zip(rows, versions, strict=True):
         assert row["env_id"] == f"{v.lineage_id}__g{v.generation:02d}" == row["extra_info"]["env_id"]
         assert (row["lineage"], row["generation"], row["version"]) == (v.lineage_id, v.generation, v.task_hash)
         assert row["D_T"] == pytest.approx(v.D_T)

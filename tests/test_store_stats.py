@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from envevo.store import LineageStore, Transition, mutation_rates, rates_of
+from envevo.analysis import Transition, mutation_rates, rates_of
+from envevo.store import LineageStore
 from tests.test_store_support import tiny_task
 
 # Per lineage, per generation: (direction, edits applied to the previous task). Edits name the components

@@ -45,21 +45,25 @@ def difficulty_of(n: int) -> Difficulty:
 
 # ---- child-process writer ---------------------------------------------------------------------------
 async def _evolve(store: LineageStore, name: str, max_gen: int | None) -> None:
-    lid = store.create_lineage(name, tiny_task(name, "generation 0"), trace=trace_of(1), difficulty=difficulty_of(1))
+    """Like the evolve loop: every write runs in a worker thread (so several lineages commit from several threads)."""
+    write = asyncio.to_thread
+    lid = await write(store.create_lineage, name, tiny_task(name, "generation 0"), trace=trace_of(1),
+                      difficulty=difficulty_of(1))
     g = store.next_generation(lid)
     while max_gen is None or g <= max_gen:
         # A rejected candidate first, then the accepted one: both leave history rows.
         bad = tiny_task(name, f"generation {g} (bad)")
-        plan = store.add_plan(lid, g, "length", 1, {"direction": "length", "g": g}, {"accepted": True, "feedback": ""})
-        cid = store.add_candidate(lid, g, "length", 1, bad, plan_id=plan)
-        store.add_verification(cid, "oracle", False, ["scored 0.0"], [{"reward": 0.0}], wall_seconds=0.1)
-        store.set_candidate_result(cid, False, ["oracle: scored 0.0"])
-        await asyncio.sleep(0)
+        plan = await write(store.add_plan, lid, g, "length", 1, {"direction": "length", "g": g},
+                           {"accepted": True, "feedback": ""})
+        cid = await write(store.add_candidate, lid, g, "length", 1, bad, plan_id=plan)
+        await write(store.add_verification, cid, "oracle", False, ["scored 0.0"], [{"reward": 0.0}], wall_seconds=0.1)
+        await write(store.set_candidate_result, cid, False, ["oracle: scored 0.0"])
         good = tiny_task(name, f"generation {g}", env=f"RUN echo {g}\n", blob=bytes([g % 256]) * (4096 * (1 + g % 7)))
-        cid = store.add_candidate(lid, g, "length", 2, good, plan_id=plan)
-        store.add_verification(cid, "oracle", True, [], [{"reward": 1.0}], wall_seconds=0.1)
-        store.set_candidate_result(cid, True)
-        store.commit_generation(
+        cid = await write(store.add_candidate, lid, g, "length", 2, good, plan_id=plan)
+        await write(store.add_verification, cid, "oracle", True, [], [{"reward": 1.0}], wall_seconds=0.1)
+        await write(store.set_candidate_result, cid, True)
+        await write(
+            store.commit_generation,
             lid,
             g,
             good,
@@ -72,7 +76,6 @@ async def _evolve(store: LineageStore, name: str, max_gen: int | None) -> None:
         )
         print(f"{lid} {g}", flush=True)  # acknowledged: from here on it must survive any crash
         g += 1
-        await asyncio.sleep(0)
 
 
 async def _main(run: str, names: list[str], max_gen: int | None) -> None:

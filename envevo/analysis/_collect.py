@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, Field
 
-from envevo.rollout._stats import summarize
+from envevo.rollout import summarize
 
 
 class VersionEval(BaseModel):

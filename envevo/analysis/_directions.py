@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from envevo.analysis._collect import VersionEval
+from envevo.analysis._mutation import RATE_COMPONENTS, TOTAL_COMPONENTS
 from envevo.analysis._stats import mean_ci
-from envevo.store import RATE_COMPONENTS, TOTAL_COMPONENTS
 
 
 class DirectionEffect(BaseModel):

@@ -1,18 +1,81 @@
-"""Shared CLI plumbing: consoles, JSON output, one-line errors, progress bars."""
+"""Shared CLI plumbing: typer apps, consoles, JSON output, one-line errors, progress bars, small checks."""
 
 from __future__ import annotations
 
 import json
 import sys
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from envevo.errors import UserError
+
 out = Console()
 err = Console(stderr=True)
+
+
+def sub_app(help: str, **kwargs: Any):  # noqa: A002 (typer's own name)
+    """A typer app as every envevo command group has it. Help is printed without Rich markup, which would
+    swallow bracketed words such as `[metadata.envevo]` or `[d_θ − d_T]_+`."""
+    import typer
+
+    return typer.Typer(help=help, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                       rich_markup_mode=None, **kwargs)
+
+
+#: A verdict's status, and one verifier's mark: pass, FAIL, or inconclusive (no evidence either way).
+STATUS = {"ok": "[green]ok[/]", "fail": "[bold red]FAIL[/]", "inconclusive": "[yellow]inconclusive[/]"}
+
+
+def verifier_mark(report) -> str:
+    return "[green]pass[/]" if report.passed else STATUS["inconclusive" if report.inconclusive else "fail"]
+
+
+def fmt(x: float | None, spec: str = ".2f") -> str:
+    """A number for a table cell; '-' when there is none."""
+    return "-" if x is None else format(x, spec)
+
+
+def is_run_dir(path: Path) -> bool:
+    """Whether `path` is a run dir (the --out of `envevo evolve`): it holds a lineage store."""
+    from envevo.store import RunPaths
+
+    return RunPaths(run_dir=path).db.is_file()
+
+
+def require_runs(runs: list[Path]) -> None:
+    for run in runs:
+        if not is_run_dir(run):
+            from envevo.store import RunPaths
+
+            raise UserError(f"{run} is not a run dir (no {RunPaths(run_dir=run).db.name}); "
+                            "pass the --out dir of `envevo evolve`")
+
+
+def check_red_team(text: str) -> None:
+    """--red-team on, off or sample:N, checked before any work."""
+    from envevo.verify import parse_red_team
+
+    try:
+        parse_red_team(text)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
+def deprecated_flag(old: str, new: str) -> None:
+    """One line on stderr for a flag kept so that scripts go on working."""
+    err.print(f"warning: {old} is deprecated; use {new}", highlight=False, markup=False, soft_wrap=True)
+
+
+def preflight(env: str) -> None:
+    """The sandbox preflight, its notes on stderr."""
+    from envevo.sandbox import preflight as check
+
+    check(env, notify=lambda line: err.print(line, highlight=False, markup=False))
 
 
 def print_json(data: Any) -> None:
@@ -54,8 +117,6 @@ def user_errors(fn):
 
     import typer
 
-    from envevo.errors import UserError
-
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
@@ -65,7 +126,7 @@ def user_errors(fn):
         except KeyboardInterrupt:
             _quiet_closed_loop_noise()
             err.print("interrupted: sandboxes were torn down; re-run the command to continue")
-            raise typer.Exit(130)
+            raise typer.Exit(130) from None
 
     return wrapper
 

@@ -3,132 +3,84 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from envevo.cli._common import out, print_json, user_errors
+from envevo.cli import _options as o
+from envevo.cli._common import err, is_run_dir, out, print_json, user_errors
 from envevo.errors import UserError
-
-if TYPE_CHECKING:
-    from envevo.trace._difficulty import ReferenceDistribution
+from envevo.trace import ReferenceDistribution
 
 
-def _p_t(estimator: str | ReferenceDistribution) -> ReferenceDistribution:
-    """An estimator given by name (built without options) or already built (see `build_estimator`)."""
-    from envevo.trace._estimators import estimator as get_estimator
+def __getattr__(name: str):
+    """`task_rows` and `run_rows` live in envevo.analysis; scripts import them from here too (loaded on use)."""
+    if name in ("task_rows", "run_rows"):
+        import envevo.analysis
 
-    return get_estimator(estimator) if isinstance(estimator, str) else estimator
+        return getattr(envevo.analysis, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def build_estimator(name: str, **options: Any) -> ReferenceDistribution:
     """p_T `name` with its command-line options; its notes (e.g. corpus tasks skipped) go to stderr."""
-    from envevo.cli._common import err
-    from envevo.trace._estimators import estimator as get_estimator
+    from envevo.trace import estimator
 
-    p = get_estimator(name, flag_names={"model": "--reference-model", "method": "--llm-method"}, **options)
+    p = estimator(name, flag_names={"model": "--reference-model", "method": "--llm-method"}, **options)
     for note in getattr(p, "notes", None) or []:
         err.print(f"[yellow]note:[/] {escape(note)}", highlight=False, soft_wrap=True)
     return p
 
 
-def extract_traces(tasks: list, model: str, base_url: str | None = None) -> list:
-    """ξ of each task by the LLM engine's Proposer (its extraction, evidence-checked), in one event loop."""
-    import asyncio
-
-    from envevo.cli.evolve_cmd import make_engine
-
-    engine, _ = make_engine("llm", {"model": model, "base_url": base_url})
-
-    async def run() -> list:
-        await engine.preflight()
-        return [await engine.extract_trace(t) for t in tasks]
-
-    return asyncio.run(run())
-
-
-def task_rows(paths: list[Path], estimator: str | ReferenceDistribution = "catalog", extract_model: str | None = None,
-              base_url: str | None = None) -> list[dict[str, Any]]:
-    """One row per task dir: its ξ and D_T terms. ξ comes from [metadata.envevo], else from `extract_model`."""
-    from envevo.task import load_task
-    from envevo.trace import difficulty as d_t
-    from envevo.trace._estimators import has_trace, trace_of_task
-
-    p = _p_t(estimator)
-    tasks = [load_task(path) for path in paths]
-    need = [t for t in tasks if not has_trace(t)]
-    extracted = {}
-    if need and extract_model is not None:
-        extracted = {t.content_hash(): x for t, x in zip(need, extract_traces(need, extract_model, base_url))}
-    rows = []
-    for path, task in zip(paths, tasks):
-        key = task.content_hash()
-        trace = extracted[key] if key in extracted else trace_of_task(task)
-        rows.append({"task": task.name, "path": str(path), "task_hash": key,
-                     "xi_source": f"llm:{extract_model}" if key in extracted else "metadata",
-                     "xi": trace.pretty(), "trace": trace.model_dump(mode="json"), **d_t(trace, p).model_dump()})
-    return rows
-
-
-def run_rows(run: Path, estimator: str | ReferenceDistribution = "catalog") -> list[dict[str, Any]]:
-    """One row per committed generation of every lineage, D_T recomputed under `estimator`."""
-    from envevo.store import LineageStore
-    from envevo.trace import difficulty as d_t
-    from envevo.trace._estimators import trace_of_task
-
-    p = _p_t(estimator)
-    rows = []
-    with LineageStore.open(run, create=False) as store:
-        for lin in store.lineages():
-            for v in store.versions(lin.id):
-                # The stored ξ is what evolution saw; fall back to the task only for versions stored without it.
-                trace = v.trace or trace_of_task(store.load_version_task(v.task_hash))
-                rows.append({"lineage": lin.id, "generation": v.generation, "direction": v.direction,
-                             "effort": v.effort, "verified": v.verified, "task_hash": v.task_hash,
-                             "xi": trace.pretty(), "trace": trace.model_dump(mode="json"), **d_t(trace, p).model_dump()})
-    return rows
-
-
-def _is_run(path: Path) -> bool:
-    return (path / "store.sqlite").is_file()
-
-
 @user_errors
 def difficulty(
-    target: Path = typer.Argument(..., help="A task dir, a folder of task dirs, or a RUN dir (--out of `envevo evolve`)."),
-    json_out: bool = typer.Option(False, "--json", help="Print one JSON object with D_T and its terms per task or generation."),
-    estimator: str = typer.Option("catalog", "--estimator", help="p_T estimator: catalog (the procedural engine's priors), "
-                                  "corpus (label frequencies over --corpus), llm (a reference model's probabilities)."),
-    corpus: list[Path] | None = typer.Option(None, "--corpus", help="With --estimator corpus: reference tasks (task dirs, "
-                                             "folders of them, RUN dirs); repeat for more."),
-    embedding_model: Path | None = typer.Option(None, "--embedding-model", help="With --estimator corpus: a local "
-                                                "sentence-transformers BERT model dir (default: all-MiniLM-L6-v2)."),
-    reference_model: str | None = typer.Option(None, "--reference-model", help="With --estimator llm: the reference model "
-                                               "(default: model under [llm] in envevo.toml)."),
-    base_url: str | None = typer.Option(None, "--base-url", help="With --estimator llm or --extract-model: the "
-                                        "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (key from OPENAI_API_KEY)."),
-    llm_method: str | None = typer.Option(None, "--llm-method", help="With --estimator llm: auto (default), logprobs "
-                                          "(score labels via /v1/completions echo) or judgement (ask via chat)."),
-    extract_model: str | None = typer.Option(None, "--extract-model", help="For tasks without ξ in [metadata.envevo]: "
-                                             "extract it with this model (provider:name, the LLM engine's Proposer; "
-                                             "--base-url for an OpenAI-compatible endpoint)."),
-    weakness: bool = typer.Option(False, "--weakness", help="RUN only: a model's weakness δ_θ = [d_θ − d_T]_+ per skill and "
-                                  "scenario, estimated from its recorded rollouts (`envevo rollout RUN`)."),
-    agent: str | None = typer.Option(None, "--agent", help="With --weakness: whose rollouts (needed when the run has several)."),
-    model: str | None = typer.Option(None, "--model", help="With --weakness: which model of that agent."),
+    target: Annotated[Path, typer.Argument(help="A task dir, a folder of task dirs, or a RUN dir (--out of `envevo "
+                                           "evolve`).")],
+    json_out: o.Json = False,
+    estimator: Annotated[str, typer.Option("--estimator", help="p_T estimator: catalog (the procedural engine's "
+                                           "priors), corpus (label frequencies over --corpus), llm (a reference "
+                                           "model's probabilities).")] = "catalog",
+    corpus: Annotated[list[Path] | None, typer.Option("--corpus", help="With --estimator corpus: reference tasks (task "
+                                                      "dirs, folders of them, RUN dirs); repeat for more.")] = None,
+    embedding_model: Annotated[Path | None, typer.Option("--embedding-model", help="With --estimator corpus: a local "
+                                                         "sentence-transformers BERT model dir (default: "
+                                                         "all-MiniLM-L6-v2).")] = None,
+    reference_model: Annotated[str | None, typer.Option("--reference-model", rich_help_panel=o.LLM, help="With "
+                                                        "--estimator llm: the reference model, PROVIDER:NAME or with "
+                                                        "--base-url the served name (default: model under [llm] in "
+                                                        "envevo.toml).")] = None,
+    base_url: o.BaseUrl = None,
+    llm_method: Annotated[str | None, typer.Option("--llm-method", rich_help_panel=o.LLM, help="With --estimator llm: "
+                                                   "auto (default), logprobs (score labels via /v1/completions echo) "
+                                                   "or judgement (ask via chat).")] = None,
+    extract_model: Annotated[str | None, typer.Option("--extract-model", rich_help_panel=o.LLM, help="For tasks "
+                                                      "without ξ in [metadata.envevo]: extract it with this model "
+                                                      "(PROVIDER:NAME, the LLM engine's Proposer; --base-url for an "
+                                                      "OpenAI-compatible endpoint).")] = None,
+    weakness: Annotated[bool, typer.Option("--weakness", help="RUN only: a model's weakness δ_θ = [d_θ − d_T]_+ per "
+                                           "skill and scenario, estimated from its recorded rollouts (`envevo rollout "
+                                           "RUN`).")] = False,
+    agent: Annotated[str | None, typer.Option("--agent", help="With --weakness: whose rollouts (needed when the run "
+                                              "has several).")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="With --weakness: which model of that agent, as "
+                                              "`envevo rollout --model` took it (PROVIDER:NAME).")] = None,
 ) -> None:
     """Model-free difficulty D_T = Σ [−log p_T(σ|g) − log p_T(κ|σ,g)] of tasks, or of every generation of a run."""
+    from envevo.analysis import run_rows, task_rows
+    from envevo.llm import litellm_model, normalize_model
     from envevo.task import expand_task_dirs
 
     if not target.exists():
         raise UserError(f"{target} does not exist; pass a task dir or the --out dir of an `envevo evolve` run")
-    p = build_estimator(estimator, corpus=corpus, embedding_model=embedding_model, model=reference_model,
-                        base_url=base_url if estimator == "llm" else None, method=llm_method)
+    llm_url = base_url if estimator == "llm" else None
+    p = build_estimator(estimator, corpus=corpus, embedding_model=embedding_model, method=llm_method, base_url=llm_url,
+                        model=normalize_model(reference_model, base_url=llm_url) if reference_model else None)
     if weakness or agent is not None or model is not None:
-        return weakness_output(target, agent=agent, model=model, estimator=p, json_out=json_out, asked=weakness)
-    if _is_run(target):
+        return weakness_output(target, agent=agent, model=litellm_model(model) if model else None, estimator=p,
+                               json_out=json_out, asked=weakness)
+    if is_run_dir(target):
         kind, rows = "run", run_rows(target, p)
     else:
         kind, rows = "tasks", task_rows(expand_task_dirs([target]), p, extract_model, base_url)
@@ -151,7 +103,7 @@ def difficulty(
 
 # ---- --weakness ------------------------------------------------------------------------------------
 
-def weakness_output(target: Path, *, agent: str | None, model: str | None, estimator: str | ReferenceDistribution,
+def weakness_output(target: Path, *, agent: str | None, model: str | None, estimator: ReferenceDistribution,
                     json_out: bool, asked: bool = True) -> None:
     """`envevo difficulty RUN --weakness`: δ_θ per skill and per scenario from a model's rollouts."""
     from envevo.rollout import weakness
@@ -159,16 +111,14 @@ def weakness_output(target: Path, *, agent: str | None, model: str | None, estim
 
     if not asked:
         raise UserError("--agent and --model only apply with --weakness")
-    if not _is_run(target):
+    if not is_run_dir(target):
         raise UserError(f"{target} is not a run (no store.sqlite); --weakness reads the rollouts of a RUN dir "
                         "(the --out of `envevo evolve`, rolled out with `envevo rollout RUN`)")
     with LineageStore.open(target, create=False) as store:
-        rep = weakness(store, agent=agent, model=model, p=_p_t(estimator))
+        rep = weakness(store, agent=agent, model=model, p=estimator)
     if json_out:
         print_json({"kind": "weakness", "target": str(target.resolve()), **rep.model_dump(mode="json")})
         return
-    from envevo.cli._common import err
-
     sim = " — SIMULATION" if rep.simulated else ""
     who = f"{rep.agent} / {rep.model or '-'}"
     errs = ", ".join(f"{k}:{v}" for k, v in sorted(rep.errors.items())) or "none"

@@ -3,60 +3,48 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.table import Table
 
+from envevo.cli import _options as o
 from envevo.cli._common import err, out, print_json, user_errors
-from envevo.sandbox import Doctor, Status, images_of
-from envevo.task import expand_task_dirs
+from envevo.errors import UserError
+from envevo.sandbox import Doctor, Status, images_of, substitutions
+from envevo.task import existing_task_dirs
 
 _STYLE = {Status.OK: "green", Status.FIXED: "yellow", Status.WARN: "yellow", Status.FAIL: "bold red"}
 
 
-def _substitutions(task_dirs: list[Path], engine: str) -> dict[str, list[str]]:
-    """Per task, the stand-ins a local run uses, each stated (tasks that do not load are skipped)."""
-    from envevo.errors import TaskError
-    from envevo.sandbox import standins_for
-    from envevo.task import load_task
-
-    found: dict[str, list[str]] = {}
-    for d in task_dirs:
-        try:
-            task = load_task(d)
-        except TaskError:
-            continue
-        _, lines = standins_for(task, engine)
-        if lines:
-            found[task.name] = lines
-    return found
-
-
 @user_errors
 def doctor(
-    fix: bool = typer.Option(False, "--fix", help="Repair what is missing: packages, compose, containers.conf, base images and stand-ins."),
-    env: str = typer.Option("podman", "--env", help="Local sandbox engine: podman or docker."),
-    tasks: list[Path] = typer.Option([], "--tasks", help="Task dirs (Harbor or Terminal-Bench 1) or folders of tasks whose base images must exist (repeatable)."),
-    image: list[str] = typer.Option([], "--image", help="Extra base image that must exist (repeatable)."),
-    trust_host_ca: bool = typer.Option(False, "--trust-host-ca", help="Behind a TLS-intercepting proxy: let builds and containers trust the host's CA bundle."),
-    prune: bool = typer.Option(False, "--prune", help="Remove envevo's cache images (oldest first) and dangling build leftovers, then exit."),
-    older_than: float | None = typer.Option(None, "--older-than", min=0, help="With --prune: only cache images built more than DAYS ago."),
-    max_gb: float | None = typer.Option(None, "--max-gb", min=0, help="With --prune: remove the oldest cache images until image storage is under G GB."),
-    prune_standins: bool = typer.Option(False, "--prune-standins", help="With --prune: stand-in images may go too."),
-    json_out: bool = typer.Option(False, "--json", help="Print the checks as JSON."),
+    fix: Annotated[bool, typer.Option("--fix", help="Repair what is missing: packages, compose, containers.conf, base "
+                                      "images and stand-ins.")] = False,
+    env: Annotated[str, typer.Option("--env", help="Local sandbox engine: podman or docker.")] = "podman",
+    tasks: Annotated[list[Path], typer.Option("--tasks", help="Task dirs (Harbor or Terminal-Bench 1) or folders of "
+                                              "tasks whose base images must exist (repeatable).")] = [],  # noqa: B006
+    image: Annotated[list[str], typer.Option("--image", help="Extra base image that must exist "
+                                             "(repeatable).")] = [],  # noqa: B006
+    trust_host_ca: Annotated[bool, typer.Option("--trust-host-ca", help="Behind a TLS-intercepting proxy: let builds "
+                                                "and containers trust the host's CA bundle.")] = False,
+    prune: Annotated[bool, typer.Option("--prune", help="Remove envevo's cache images (oldest first) and dangling "
+                                        "build leftovers, then exit.")] = False,
+    older_than: Annotated[float | None, typer.Option("--older-than", min=0, help="With --prune: only cache images "
+                                                     "built more than DAYS ago.")] = None,
+    max_gb: Annotated[float | None, typer.Option("--max-gb", min=0, help="With --prune: remove the oldest cache "
+                                                 "images until image storage is under G GB.")] = None,
+    prune_standins: Annotated[bool, typer.Option("--prune-standins", help="With --prune: stand-in images may go "
+                                                 "too.")] = False,
+    json_out: o.Json = False,
 ) -> None:
     """Check that envevo can run sandboxes here; with --fix, repair it. Idempotent and fast when healthy."""
-    from envevo.errors import UserError
-
     if prune:
         _prune(env, older_than, max_gb, prune_standins, json_out)
         return
     if older_than is not None or max_gb is not None or prune_standins:
         raise UserError("--older-than, --max-gb and --prune-standins go with --prune")
-    missing = [t for t in tasks if not t.exists()]
-    if missing:
-        raise UserError(f"task path {missing[0]} does not exist")
-    task_dirs = expand_task_dirs(tasks)
+    task_dirs = existing_task_dirs(tasks)
     images = list(dict.fromkeys([*images_of(task_dirs), *image])) or None
     doc_kw = {"images": images} if images else {}
     if not json_out:
@@ -66,7 +54,7 @@ def doctor(
     else:
         checks = Doctor(env=env, fix=fix, trust_host_ca=trust_host_ca, **doc_kw).run()
     ok = all(c.ok for c in checks)
-    subs = _substitutions(task_dirs, env) if ok and task_dirs else {}
+    subs = substitutions(task_dirs, env) if ok and task_dirs else {}
     if json_out:
         print_json({"ok": ok, "env": env, "checks": [c.model_dump(mode="json") for c in checks], "substitutions": subs})
     else:
@@ -89,7 +77,6 @@ def doctor(
 def _prune(env: str, older_than: float | None, max_gb: float | None, standins: bool, json_out: bool) -> None:
     import shutil
 
-    from envevo.errors import UserError
     from envevo.sandbox import activate, prune
 
     activate()

@@ -4,27 +4,17 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from envevo.cli._common import err, out, print_json, user_errors
+from envevo.cli import _options as o
+from envevo.cli._common import err, fmt, out, print_json, sub_app, user_errors
 
-lineage_app = typer.Typer(
-    help="Inspect the lineages of an evolve run: generations, ξ length, D_T, mutations, mutation-rate stats.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-
-RUN_HELP = "Run directory: the --out of `envevo evolve`."
-
-
-def _fmt(x: float | None, digits: int = 2) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
+lineage_app = sub_app("Inspect the lineages of an evolve run: generations, ξ length, D_T, mutations, mutation-rate stats.")
 
 
 def _pct(x: float | None) -> str:
@@ -73,16 +63,15 @@ def lineage_json(store: Any, lineage_id: str) -> dict[str, Any]:
 @lineage_app.command("show")
 @user_errors
 def show(
-    run: Path = typer.Argument(..., help=RUN_HELP),
-    lineage: str | None = typer.Option(None, "--lineage", help="Only this lineage (its id, as listed by `show`)."),
-    json_out: bool = typer.Option(
-        False, "--json", help="Print one JSON object: {run, lineages: [{…, generations: […]}]}."
-    ),
+    run: o.RunArg,
+    lineage: o.LineageFilter = None,
+    json_out: o.Json = False,
 ) -> None:
-    """Per lineage: each generation's direction, ξ length L, D_T and its terms, mutated components, verification."""
-    from envevo.store import LineageStore
+    """Per lineage: each generation's direction, ξ length L, D_T and its terms, mutated components, verification.
 
+    --json prints one object: {run, lineages: [{…, generations: […]}]}."""
     from envevo.errors import UserError
+    from envevo.store import LineageStore
 
     notes: list[str] = []
     with LineageStore.open(run, create=False) as store:
@@ -131,12 +120,12 @@ def show(
                 f"{g['generation']:02d}",
                 direction,
                 "-" if g["L"] is None else str(g["L"]),
-                _fmt(g["D_T"]),
-                _fmt(g["scenario_novelty"]),
-                _fmt(g["skill_rarity"]),
-                _fmt(g["drift_seed"]),
-                _fmt(g["drift_parent"]),
-                _fmt(None if g["goal_sim_seed"] is None else 1 - g["goal_sim_seed"]),
+                fmt(g["D_T"]),
+                fmt(g["scenario_novelty"]),
+                fmt(g["skill_rarity"]),
+                fmt(g["drift_seed"]),
+                fmt(g["drift_parent"]),
+                fmt(None if g["goal_sim_seed"] is None else 1 - g["goal_sim_seed"]),
                 mutation_flags(g["mutated"]),
                 "[green]yes[/]" if g["verified"] else "[yellow]no[/]",
             )
@@ -147,7 +136,7 @@ def show(
                 usage.add_column(col, justify="left" if col in ("role", "model") else "right")
             for u in lin["usage"]:
                 usage.add_row(u["role"], u["model"] or "-", str(u["calls"]), str(u["input_tokens"]),
-                              str(u["output_tokens"]), _fmt(u["cost_usd"], 4))
+                              str(u["output_tokens"]), fmt(u["cost_usd"], ".4f"))
             out.print(usage)
 
 
@@ -166,11 +155,11 @@ def mutation_flags(mutated: list[str]) -> str:
 @lineage_app.command("stats")
 @user_errors
 def stats(
-    runs: list[Path] = typer.Argument(..., help="One or more run directories; their lineages are pooled."),
-    json_out: bool = typer.Option(False, "--json", help="Print the rates as one JSON object."),
+    runs: Annotated[list[Path], typer.Argument(help="One or more run directories; their lineages are pooled.")],
+    json_out: o.Json = False,
 ) -> None:
     """Mutation rates per generation and component (the paper's Figure 4), their means, and rates per direction."""
-    from envevo.store import RATE_COMPONENTS, mutation_rates
+    from envevo.analysis import RATE_COMPONENTS, mutation_rates
 
     result = mutation_rates(runs)
     if json_out:
@@ -214,25 +203,19 @@ class ExportFormat(StrEnum):
 
 @user_errors
 def export(
-    run: Path = typer.Argument(..., help=RUN_HELP),
-    out_path: Path = typer.Option(
-        ...,
-        "--out",
-        help="harbor: the dataset folder to create. jsonl/parquet: a .jsonl/.parquet file, or a folder for versions.<format>.",
-    ),
-    format: ExportFormat = typer.Option(
-        ExportFormat.HARBOR,
-        "--format",
-        help="harbor (a dataset folder for `harbor run -p`), jsonl or parquet (a flat index), rl (tasks/ plus index.parquet for the trainer adapters).",
-    ),  # noqa: A002
-    lineage: str | None = typer.Option(
-        None, "--lineage", help="Only this lineage (its id, as listed by `lineage show`)."
-    ),
-    force: bool = typer.Option(False, "--force", help="harbor: replace an existing, non-empty dataset folder."),
-    json_out: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
+    run: o.RunArg,
+    out_path: Annotated[Path, o.out_option("harbor: the dataset folder to create. jsonl/parquet: a .jsonl/.parquet "
+                                           "file, or a folder for versions.<format>.")],
+    format: Annotated[ExportFormat, typer.Option(  # noqa: A002
+        "--format", help="harbor (a dataset folder for `harbor run -p`), jsonl or parquet (a flat index), rl (tasks/ "
+        "plus index.parquet for the trainer adapters).")] = ExportFormat.HARBOR,
+    lineage: o.LineageFilter = None,
+    force: Annotated[bool, typer.Option("--force", help="harbor: replace an existing, non-empty dataset folder.")] = False,
+    json_out: o.Json = False,
 ) -> None:
     """Export every committed version: a Harbor dataset folder (<lineage>__g<NN>), or a JSONL/Parquet index."""
-    from envevo.store import LineageStore, export_flat, export_harbor, export_rl
+    from envevo.schedule import export_rl
+    from envevo.store import LineageStore, export_flat, export_harbor
 
     with LineageStore.open(run, create=False) as store:
         if format is ExportFormat.HARBOR:

@@ -7,14 +7,9 @@ import signal
 import typer
 
 from envevo import __version__
+from envevo.cli._common import sub_app
 
-app = typer.Typer(
-    name="envevo",
-    help="Evolve verifiable RL environments for terminal agents, checked in real sandboxes.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+app = sub_app("Evolve verifiable RL environments for terminal agents, checked in real sandboxes.", name="envevo")
 
 
 @app.callback()
@@ -50,14 +45,14 @@ def _register() -> None:
     app.add_typer(review_cmd.rubric_app, name="rubric")
     app.command("difficulty")(difficulty_cmd.difficulty)
     app.command("rollout")(rollout_cmd.rollout)
-    seeds_app = typer.Typer(no_args_is_help=True, help="Select seed tasks: hard for an agent, sound by the verifiers.")
+    seeds_app = sub_app("Select seed tasks: hard for an agent, sound by the verifiers.")
     seeds_app.command("select")(rollout_cmd.select)
     app.add_typer(seeds_app, name="seeds")
     app.add_typer(analyze_cmd.analyze_app, name="analyze")
     app.command("export")(lineage_cmd.export)
-    app.add_typer(lineage_cmd.lineage_app, name="lineage", help="Inspect lineages: generations, D_T, mutation rates.")
-    app.add_typer(schedule_cmd.schedule_app, name="schedule", help="Curriculum schedulers and the GRPO curriculum simulator.")
-    app.add_typer(task_app, name="task", help="Inspect tasks: content hash, per-component diff, TB1 import.")
+    app.add_typer(lineage_cmd.lineage_app, name="lineage")
+    app.add_typer(schedule_cmd.schedule_app, name="schedule")
+    app.add_typer(task_app, name="task")
 
 
 _register()

@@ -5,25 +5,28 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.markup import escape
 
-from envevo.cli._common import err, out, print_json, user_errors
+from envevo.cli import _options as o
+from envevo.cli._common import err, out, print_json, sub_app, user_errors
 from envevo.errors import UserError
 
-rubric_app = typer.Typer(help="Grow the LLM judge's rubric from human review.", no_args_is_help=True,
-                         add_completion=False, pretty_exceptions_enable=False)
+rubric_app = sub_app("Grow the LLM judge's rubric from human review.")
 
 
 @user_errors
 def review(
-    run: Path = typer.Argument(..., help="Run dir written by `envevo evolve`."),
-    version: str = typer.Argument(..., help="LINEAGE@GENERATION (e.g. csv-etl@3), LINEAGE__gNN, or a task hash prefix."),
-    accept: bool = typer.Option(False, "--accept", help="The version is fine."),
-    reject: str | None = typer.Option(None, "--reject", help="What is wrong with the version (becomes rubric material)."),
-    reviewer: str | None = typer.Option(None, "--reviewer", help="Who reviewed it."),
-    json_out: bool = typer.Option(False, "--json"),
+    run: o.RunArg,
+    version: Annotated[str, typer.Argument(help="LINEAGE@GENERATION (e.g. csv-etl@3), LINEAGE__gNN, or a task hash "
+                                           "prefix.")],
+    accept: Annotated[bool, typer.Option("--accept", help="The version is fine.")] = False,
+    reject: Annotated[str | None, typer.Option("--reject", help="What is wrong with the version (becomes rubric "
+                                               "material).")] = None,
+    reviewer: Annotated[str | None, typer.Option("--reviewer", help="Who reviewed it.")] = None,
+    json_out: o.Json = False,
 ) -> None:
     """Record a human verdict on a version; `envevo rubric learn` turns rejections into rubric criteria."""
     from envevo.llm import record_review
@@ -42,25 +45,26 @@ def review(
 @rubric_app.command("learn")
 @user_errors
 def learn(
-    run: Path = typer.Argument(..., help="Run dir with human reviews (`envevo review`)."),
-    rubric_file: Path = typer.Option(Path("envevo-rubric.toml"), "--rubric-file",
-                                     help="The project's rubric file: confirmed criteria are appended to it."),
-    yes: bool = typer.Option(False, "--yes", help="Append every proposed criterion without asking."),
-    model: str | None = typer.Option(None, "--model", help="provider:name of the model that proposes criteria."),
-    base_url: str | None = typer.Option(None, "--base-url", help="An OpenAI-compatible endpoint."),
-    api_key_env: str | None = typer.Option(None, "--api-key-env"),
-    llm_config: Path | None = typer.Option(None, "--llm-config", help="A TOML file with an \\[llm] table (default ./envevo.toml)."),
-    json_out: bool = typer.Option(False, "--json", help="Print the proposals as JSON (appends only with --yes)."),
+    run: Annotated[Path, typer.Argument(help="Run dir with human reviews (`envevo review`).")],
+    rubric_file: Annotated[Path, typer.Option("--rubric-file", help="The project's rubric file: confirmed criteria are "
+                                              "appended to it.")] = Path("envevo-rubric.toml"),
+    yes: Annotated[bool, typer.Option("--yes", help="Append every proposed criterion without asking.")] = False,
+    model: o.Model = None,
+    base_url: o.BaseUrl = None,
+    api_key_env: o.ApiKeyEnv = None,
+    llm_config: o.LLMConfigFile = None,
+    json_out: o.Json = False,
 ) -> None:
-    """Turn the issues of rejected versions into proposed rubric criteria, show them, append the confirmed ones."""
-    from envevo.cli.evolve_cmd import llm_settings
+    """Turn the issues of rejected versions into proposed rubric criteria, show them, append the confirmed ones.
+
+    --model names the model that proposes criteria. --json prints the proposals (appending only with --yes)."""
     from envevo.evolve.engines.llm import task_rubric
-    from envevo.llm import LLMRuntime, append_criteria, learn_criteria, reviews
+    from envevo.llm import LLMRuntime, append_criteria, learn_criteria, reviews, settings_with_options
 
     recorded = reviews(run)
     if not any(r.verdict == "reject" for r in recorded):
         raise UserError(f"{run} has no rejected versions to learn from; record some with `envevo review RUN VERSION --reject ...`")
-    settings, _ = llm_settings(config=llm_config, model=model, base_url=base_url, api_key_env=api_key_env)
+    settings = settings_with_options(llm_config, model, base_url, api_key_env)
     runtime = LLMRuntime(settings)
     rubric = task_rubric(settings, [rubric_file] if rubric_file.is_file() else [])
 

@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from envevo.cli._common import err, out, print_json, progress, user_errors
+from envevo.cli import _options as o
+from envevo.cli._common import deprecated_flag, err, out, print_json, progress, sub_app, user_errors
+from envevo.schedule import LearnerConfig, SimConfig
 
-schedule_app = typer.Typer(
-    help="Curriculum schedulers for RL on evolved lineages (EL and baselines), and a GRPO curriculum simulator.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+schedule_app = sub_app("Curriculum schedulers for RL on evolved lineages (EL and baselines), and a GRPO curriculum simulator.")
 
-LINEAGES_HELP = "'synthetic' for a generated pool, or a RUN directory (the --out of `envevo evolve`)."
+POOL_HELP = "'synthetic' for a generated pool, or a RUN directory (the --out of `envevo evolve`)."
+SIM = SimConfig()  # the simulator's defaults, for the options that set them
 
 
 def _pool(lineages: str, n_lineages: int, generations: int, pool_seed: int):
@@ -33,7 +31,7 @@ def _pool(lineages: str, n_lineages: int, generations: int, pool_seed: int):
                              "heldout": "separate synthetic lineages (same generator, other seeds)"}
     path = Path(lineages)
     if not path.is_dir():
-        raise UserError(f"--lineages {lineages!r} is neither 'synthetic' nor a run directory")
+        raise UserError(f"--pool {lineages!r} is neither 'synthetic' nor a run directory")
     train = load_lineages(path)
     if len(train) >= 4:
         return train, None, {"source": str(path), "heldout": "every 4th lineage of the run, not trained on"}
@@ -45,7 +43,7 @@ def _pool(lineages: str, n_lineages: int, generations: int, pool_seed: int):
 
 
 def _table(result: Any) -> Table:
-    from envevo.schedule._report import SHORT_TITLES, TABLE_METRICS, fmt_pm, metric_title
+    from envevo.schedule import SHORT_TITLES, TABLE_METRICS, fmt_pm, metric_title
 
     c = result.config
     t = Table(title=f"{result.label}\nmean±95% CI half-width over {c.seeds} seeds; {c.steps} steps of "
@@ -62,7 +60,7 @@ def _table(result: Any) -> Table:
 
 
 def _paired_table(result: Any) -> Table:
-    from envevo.schedule._report import PAIRED_METRICS, SHORT_TITLES, fmt_pm, metric_title
+    from envevo.schedule import PAIRED_METRICS, SHORT_TITLES, fmt_pm, metric_title
 
     t = Table(title=f"SIMULATION — difference from {result.reference}, paired by seed: mean±95% CI half-width",
               title_justify="left")
@@ -78,48 +76,49 @@ def _paired_table(result: Any) -> Table:
 @schedule_app.command("simulate")
 @user_errors
 def simulate(
-    lineages: str = typer.Option("synthetic", "--lineages", help=LINEAGES_HELP),
-    schedulers: str = typer.Option(
-        "el,random,plr,sfl,dapo,pools,coevo", "--schedulers",
-        help="Comma-separated scheduler specs; extensions with '+', e.g. el+patience,el+frontier,el+beta.",
-    ),
-    steps: int = typer.Option(200, "--steps", min=1, help="GRPO steps per run."),
-    seeds: int = typer.Option(5, "--seeds", min=1, help="Repeated runs per scheduler (for the CIs)."),
-    seed: int = typer.Option(0, "--seed", help="First seed; runs use seed, seed+1, …"),
-    batch_envs: int = typer.Option(16, "--batch-envs", min=1, help="Groups (environments) per step."),
-    group_size: int = typer.Option(8, "--group-size", min=1, help="Rollouts per group (B)."),
-    tau: float = typer.Option(0.75, "--tau", min=0.0, max=0.999, help="EL passes an environment at > τ·B passes."),
-    lag: int = typer.Option(0, "--lag", min=0, help="Steps until a group is observed (asynchronous trainer)."),
-    lr: float = typer.Option(0.3, "--lr", min=0.0, help="Learner's competence learning rate (familiarity: half)."),
-    n_lineages: int = typer.Option(16, "--synthetic-lineages", min=1, help="Lineages of a synthetic pool."),
-    generations: int = typer.Option(15, "--generations", min=0, help="Generations of a synthetic pool."),
-    pool_seed: int = typer.Option(0, "--pool-seed", help="Seed of the synthetic pool (and synthetic held-out set)."),
-    out_dir: Path | None = typer.Option(
-        None, "--out", help="Write PNG plots, simulation.html and simulation.json here."
-    ),
-    json_out: bool = typer.Option(
-        False, "--json", help="Print one JSON object (summary, paired, runs) instead of tables."
-    ),
+    pool: Annotated[str, typer.Option("--pool", help=POOL_HELP)] = "synthetic",
+    old_lineages: Annotated[str | None, typer.Option("--lineages", hidden=True, help="Deprecated: use --pool.")] = None,
+    schedulers: Annotated[str, typer.Option("--schedulers", help="Comma-separated scheduler specs; extensions with "
+                                            "'+', e.g. el+patience,el+frontier,el+beta.")] = "el,random,plr,sfl,dapo,pools,coevo",
+    steps: Annotated[int, typer.Option("--steps", min=1, help="GRPO steps per run.")] = SIM.steps,
+    seeds: Annotated[int, typer.Option("--seeds", min=1, help="Repeated runs per scheduler (for the CIs).")] = SIM.seeds,
+    seed: Annotated[int, typer.Option("--seed", help="First seed; runs use seed, seed+1, …")] = SIM.seed,
+    batch_envs: Annotated[int, typer.Option("--batch-envs", min=1, help="Groups (environments) per step.")] = SIM.batch_envs,
+    group_size: Annotated[int, typer.Option("--group-size", min=1, help="Rollouts per group (B).")] = SIM.group_size,
+    tau: Annotated[float, typer.Option("--tau", min=0.0, max=0.999, help="EL passes an environment at > τ·B "
+                                       "passes.")] = SIM.tau,
+    lag: Annotated[int, typer.Option("--lag", min=0, help="Steps until a group is observed (asynchronous "
+                                     "trainer).")] = SIM.lag,
+    lr: Annotated[float, typer.Option("--lr", min=0.0, help="Learner's competence learning rate (familiarity: "
+                                      "half).")] = SIM.learner.lr_skill,
+    n_lineages: Annotated[int, typer.Option("--synthetic-lineages", min=1, help="Lineages of a synthetic pool.")] = 16,
+    generations: Annotated[int, typer.Option("--generations", min=0, help="Generations of a synthetic pool.")] = 15,
+    pool_seed: Annotated[int, typer.Option("--pool-seed", help="Seed of the synthetic pool (and synthetic held-out "
+                                           "set).")] = 0,
+    out_dir: Annotated[Path | None, o.out_option("Write PNG plots, simulation.html and simulation.json here.")] = None,
+    json_out: o.Json = False,
 ) -> None:
-    """Run schedulers against a synthetic GRPO learner on a lineage pool. SIMULATION: no model is trained."""
-    from envevo.schedule._learner import LearnerConfig
-    from envevo.schedule._simulate import SimConfig
-    from envevo.schedule._simulate import simulate as run_simulation
+    """Run schedulers against a synthetic GRPO learner on a lineage pool. SIMULATION: no model is trained.
 
+    --json prints one object (summary, paired, runs) instead of tables."""
+    from envevo.schedule import parse_spec
+    from envevo.schedule import simulate as run_simulation
+
+    if old_lineages is not None:
+        deprecated_flag("schedule simulate --lineages (the pool)", "--pool; --lineages means lineages at once")
+        pool = old_lineages
     specs = [s.strip() for s in schedulers.split(",") if s.strip()]
     config = SimConfig(steps=steps, seeds=seeds, seed=seed, batch_envs=batch_envs, group_size=group_size, tau=tau,
-                       lag=lag, early_steps=min(50, steps), learner=LearnerConfig(lr_skill=lr, lr_scenario=lr / 2))
-    from envevo.schedule import parse_spec
-
+                       lag=lag, early_steps=min(SIM.early_steps, steps), learner=LearnerConfig(lr_skill=lr, lr_scenario=lr / 2))
     for s in specs:
         parse_spec(s)
-    train, held, info = _pool(lineages, n_lineages, generations, pool_seed)
+    train, held, info = _pool(pool, n_lineages, generations, pool_seed)
     with progress("simulating (simulation)", total=len(specs) * seeds) as advance:
         result = run_simulation(train, specs, config, heldout=held, pool=info,
                                 on_run=lambda r: advance(f"{r.scheduler} seed {r.seed}"))
     files: dict[str, str] = {}
     if out_dir is not None:
-        from envevo.schedule._report import write_report
+        from envevo.schedule import write_report  # matplotlib only when plots are wanted
 
         files = write_report(result, out_dir)
     if json_out:
@@ -141,7 +140,7 @@ def simulate(
 
 @schedule_app.command("list")
 @user_errors
-def list_schedulers(json_out: bool = typer.Option(False, "--json", help="Print a JSON list.")) -> None:
+def list_schedulers(json_out: o.Json = False) -> None:
     """The schedulers available to `simulate` and to trainers, with their opt-in extensions."""
     from envevo.schedule import scheduler_class, scheduler_names
 

@@ -3,28 +3,32 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
-from envevo.cli._common import out, print_json, user_errors
+from envevo.cli import _options as o
+from envevo.cli._common import out, print_json, sub_app, user_errors
 
-seed_app = typer.Typer(no_args_is_help=True, help="Create seed tasks to evolve.")
+seed_app = sub_app("Create seed tasks to evolve.")
 
 
 @seed_app.command("procedural")
 @user_errors
 def procedural(
-    out_dir: Path = typer.Argument(..., help="Task dir to write (must not exist unless --force)."),
-    goal_category: str | None = typer.Option(None, "--goal-category", help="Goal category; `envevo seed categories` lists them."),
-    length: int = typer.Option(3, "--length", help="L, the number of scenario–skill steps."),
-    seed: int = typer.Option(0, "--seed", help="Random seed: the same seed gives the same task."),
-    force: bool = typer.Option(False, "--force", help="Replace OUT_DIR if it exists."),
-    json_out: bool = typer.Option(False, "--json"),
+    out_dir: Annotated[Path, typer.Argument(help="Task dir to write (must not exist unless --force).")],
+    goal_category: Annotated[str | None, typer.Option("--goal-category", help="Goal category; `envevo seed "
+                                                      "categories` lists them.")] = None,
+    length: Annotated[int, typer.Option("--length", help="L, the number of scenario–skill steps.")] = 3,
+    seed: o.Seed = 0,
+    force: o.Force = False,
+    json_out: o.Json = False,
 ) -> None:
     """Write a procedural Harbor task whose ξ and D_T are known exactly."""
     import asyncio
 
-    from envevo.evolve.engines.procedural import CatalogPrior, ProceduralEngine, random_chain, write_task
+    from envevo.catalog import CatalogPrior, random_chain
+    from envevo.evolve.engines.procedural import ProceduralEngine, write_task
     from envevo.task import load_task
     from envevo.trace import difficulty
 
@@ -43,9 +47,9 @@ def procedural(
 
 
 @seed_app.command("categories")
-def categories(json_out: bool = typer.Option(False, "--json")) -> None:
+def categories(json_out: o.Json = False) -> None:
     """List the goal categories a procedural seed can have."""
-    from envevo.evolve.engines.procedural import goal_categories
+    from envevo.catalog import goal_categories
 
     cats = goal_categories()
     if json_out:

@@ -3,30 +3,28 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.markup import escape
 from rich.syntax import Syntax
 from rich.table import Table
 
-from envevo.cli._common import err, out, print_json, user_errors
+from envevo.cli import _options as o
+from envevo.cli._common import err, out, print_json, sub_app, user_errors
 
-task_app = typer.Typer(
-    name="task",
-    help="Inspect tasks: content hash, per-component diff, TB1 import.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+task_app = sub_app("Inspect tasks: content hash, per-component diff, TB1 import.", name="task")
 
 
 @task_app.command("hash")
 @user_errors
 def hash_cmd(
-    task: Path = typer.Argument(..., help="Task dir (Harbor or Terminal-Bench 1)."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON: hash, name, format, file count."),
+    task: Annotated[Path, typer.Argument(help="Task dir (Harbor or Terminal-Bench 1).")],
+    json_out: o.Json = False,
 ) -> None:
-    """Print the task's content hash: sha256 of every file's path, executable bit and bytes, as saved in current Harbor format."""
+    """Print the task's content hash: sha256 of every file's path, executable bit and bytes, as saved in current Harbor format.
+
+    --json prints the hash, name, format and file count."""
     from envevo.task import load_task
 
     t = load_task(task)
@@ -40,12 +38,11 @@ def hash_cmd(
 @task_app.command("diff")
 @user_errors
 def diff_cmd(
-    a: Path = typer.Argument(..., help="The old task dir."),
-    b: Path = typer.Argument(..., help="The new task dir."),
-    component: list[str] = typer.Option(
-        [], "--component", "-c", help="Only this component: instruction, environment, verification, solution, config (repeatable)."
-    ),
-    json_out: bool = typer.Option(False, "--json", help="Print the diff as JSON."),
+    a: Annotated[Path, typer.Argument(help="The old task dir.")],
+    b: Annotated[Path, typer.Argument(help="The new task dir.")],
+    component: Annotated[list[str], typer.Option("--component", "-c", help="Only this component: instruction, "
+                                                 "environment, verification, solution, config (repeatable).")] = [],  # noqa: B006
+    json_out: o.Json = False,
 ) -> None:
     """Show what changed from A to B, per component, then the unified diffs."""
     from envevo.task import check_component, diff_tasks, load_task
@@ -77,24 +74,19 @@ def diff_cmd(
 @task_app.command("import-tb1")
 @user_errors
 def import_tb1_cmd(
-    src: Path = typer.Argument(..., help="A Terminal-Bench 1 task dir (with task.yaml), or a folder of them."),
-    dest: Path = typer.Argument(..., help="Where the Harbor task goes (for a folder of tasks: the folder that receives them)."),
-    force: bool = typer.Option(False, "--force", help="Replace DEST if it already exists."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON: source, destination and hash per task."),
+    src: Annotated[Path, typer.Argument(help="A Terminal-Bench 1 task dir (with task.yaml), or a folder of them.")],
+    dest: Annotated[Path, typer.Argument(help="Where the Harbor task goes (for a folder of tasks: the folder that "
+                                         "receives them).")],
+    force: o.Force = False,
+    json_out: o.Json = False,
 ) -> None:
-    """Convert Terminal-Bench 1 tasks to current Harbor tasks (instruction.md, task.toml, environment/, tests/test.sh, solution/solve.sh)."""
-    from envevo.errors import TaskError, UserError
-    from envevo.task import detect_format, load_task, looks_like_task, save
+    """Convert Terminal-Bench 1 tasks to current Harbor tasks (instruction.md, task.toml, environment/, tests/test.sh, solution/solve.sh).
 
-    if looks_like_task(src) or not src.is_dir():
-        if detect_format(src) != "terminal-bench-1":
-            raise TaskError(f"{src} is already a Harbor task (it has task.toml); nothing to import")
-        pairs = [(src, dest)]
-    else:
-        children = sorted(c for c in src.iterdir() if c.is_dir() and (c / "task.yaml").is_file())
-        if not children:
-            raise TaskError(f"{src} holds no Terminal-Bench 1 tasks (no subfolder with task.yaml)")
-        pairs = [(c, dest / c.name) for c in children]
+    --json prints the source, destination and hash per task."""
+    from envevo.errors import UserError
+    from envevo.task import load_task, save, tb1_import_pairs
+
+    pairs = tb1_import_pairs(src, dest)
 
     results, failures = [], []
     for s, d in pairs:

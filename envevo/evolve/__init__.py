@@ -2,10 +2,16 @@
 
 from envevo.evolve._config import EvolveConfig
 from envevo.evolve._engine import CandidateFailed, CriterionVerdict, Engine, EngineStop, GenerationContext, Proposal, Review
-from envevo.evolve._executor import AsyncioExecutor, Executor
+from envevo.evolve._engines_factory import ENGINES, engine_names, make_engine, uses_llm
+from envevo.evolve._estimators import StoreRuns, corpus_prior, recorded_estimator_names, run_estimator
+from envevo.evolve._executor import EXECUTORS, AsyncioExecutor, Executor, make_executor
 from envevo.evolve._loop import Event, LineageRunner, direction_order, evolve, start_lineages
+from envevo.evolve._run_settings import RESUME_MAY_CHANGE, open_run, settle_run_config
 
 __all__ = [
+    "ENGINES",
+    "EXECUTORS",
+    "RESUME_MAY_CHANGE",
     "AsyncioExecutor",
     "CandidateFailed",
     "CriterionVerdict",
@@ -18,7 +24,17 @@ __all__ = [
     "LineageRunner",
     "Proposal",
     "Review",
+    "StoreRuns",
+    "corpus_prior",
     "direction_order",
+    "engine_names",
     "evolve",
+    "make_engine",
+    "make_executor",
+    "open_run",
+    "recorded_estimator_names",
+    "run_estimator",
+    "settle_run_config",
     "start_lineages",
+    "uses_llm",
 ]

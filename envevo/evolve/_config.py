@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from envevo.trace import Direction, Effort
-from envevo.trace._drift import DEFAULT_MAX_DRIFT
+from envevo.trace import DEFAULT_MAX_DRIFT, Direction, Effort
 
 
 class EvolveConfig(BaseModel):
@@ -19,7 +18,7 @@ class EvolveConfig(BaseModel):
     env_budget: int = Field(3, ge=1, description="Modifier→verifiers rounds per accepted plan")
     env: str = "podman"
     repeats: int = Field(2, ge=1, description="oracle runs per candidate")
-    red_team: str = Field("off", description="exploit agents on every candidate: on, off, or sample:N")
+    red_team: str = Field("on", description="exploit agents on every candidate: on, off, or sample:N")
     max_drift: float | None = Field(DEFAULT_MAX_DRIFT, ge=0, le=2,
                                     description="reject a candidate whose instruction drifted more than this from the "
                                                 "seed (1 − cosine similarity, docs/drift.md); None: no bound")

@@ -14,19 +14,11 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from envevo.errors import CandidateFailed, EngineStop
 from envevo.task import Task
 from envevo.trace import Direction, Effort, ReferenceDistribution, Trace
 
-
-class EngineStop(Exception):
-    """An engine ends its lineage (e.g. a spent LLM budget); `status` is recorded with the message as reason.
-    The generation in flight is not committed, so the lineage can be resumed once the cause is fixed."""
-
-    status = "terminated"
-
-
-class CandidateFailed(Exception):
-    """modify() produced no candidate worth verifying; the message is fed back like a verifier's reason."""
+__all__ = ["CandidateFailed", "CriterionVerdict", "Engine", "EngineStop", "GenerationContext", "Proposal", "Review"]
 
 
 class GenerationContext(BaseModel):

@@ -7,6 +7,9 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, TypeVar
 
+from envevo._registry import Entry, Registry
+from envevo.errors import UserError
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -24,3 +27,14 @@ class AsyncioExecutor:
                 return await fn(item)
 
         return list(await asyncio.gather(*(one(i) for i in items)))
+
+
+# Executors by name. Another one (e.g. on Ray) registers as "module:Class" with its pip extra, so installs
+# without that extra never import it.
+EXECUTORS = Registry("executor", {
+    "asyncio": Entry("envevo.evolve._executor:AsyncioExecutor", summary="lineages as tasks in this process"),
+}, error=UserError)
+
+
+def make_executor(name: str = "asyncio") -> Executor:
+    return EXECUTORS.load(name)()

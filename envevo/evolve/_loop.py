@@ -16,14 +16,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from envevo.errors import UserError
 from envevo.evolve._config import EvolveConfig
 from envevo.evolve._engine import CandidateFailed, Engine, EngineStop, GenerationContext, Proposal, Review
-from envevo.errors import UserError
 from envevo.store import LineageStore
 from envevo.task import Task, save
 from envevo.trace import Direction, check_direction, check_effort, difficulty
-from envevo.verify import TaskVerifier, TrialVerifier, default_verifiers, verify_candidate
-from envevo.verify._drift import DriftBound
+from envevo.verify import DriftBound, TaskVerifier, TrialVerifier, default_verifiers, verify_candidate
 
 
 @dataclass(frozen=True)
@@ -70,17 +69,17 @@ class LineageRunner:
             parent = self.store.latest_version(lineage)
             g = parent.generation + 1
             if g > self.cfg.generations:
-                self.store.finish_lineage(lineage, "done", f"reached generation {parent.generation}")
+                await asyncio.to_thread(self.store.finish_lineage, lineage, "done", f"reached generation {parent.generation}")
                 self.on_event(Event(lineage, parent.generation, "done"))
                 return "done"
             try:
                 reason = await self.generation(lineage, g, parent)
             except EngineStop as stop:  # e.g. the lineage's LLM budget is spent: end it, resumable
-                self.store.finish_lineage(lineage, stop.status, str(stop))
+                await asyncio.to_thread(self.store.finish_lineage, lineage, stop.status, str(stop))
                 self.on_event(Event(lineage, g, "terminated", str(stop)))
                 return stop.status
             if reason is not None:
-                self.store.finish_lineage(lineage, "terminated", reason)
+                await asyncio.to_thread(self.store.finish_lineage, lineage, "terminated", reason)
                 self.on_event(Event(lineage, g, "terminated", reason))
                 return "terminated"
 
@@ -114,8 +113,8 @@ class LineageRunner:
         for attempt in range(1, self.cfg.plan_budget + 1):
             proposal = await self.engine.propose(task, trace, direction, self.cfg.effort, list(feedback), ctx)
             if proposal is None:
-                self.store.add_plan(lineage, g, direction.value, attempt, None, None, accepted=False,
-                                    feedback="no edit possible in this direction")
+                await asyncio.to_thread(self.store.add_plan, lineage, g, direction.value, attempt, None, None,
+                                        accepted=False, feedback="no edit possible in this direction")
                 self.on_event(Event(lineage, g, "plan", f"{direction.value}: no edit possible"))
                 return None
             # The loop enforces direction semantics and effort itself, whatever the engine claims.
@@ -124,7 +123,7 @@ class LineageRunner:
                 review = Review(accepted=False, feedback="; ".join(problems))
             else:
                 review = await self.engine.review(task, proposal, ctx)
-            plan_id = self.store.add_plan(lineage, g, direction.value, attempt, proposal, review)
+            plan_id = await asyncio.to_thread(self.store.add_plan, lineage, g, direction.value, attempt, proposal, review)
             self.on_event(Event(lineage, g, "plan", f"{direction.value} #{attempt}: {'accepted' if review.accepted else 'rejected'}"))
             if review.accepted:
                 return proposal, plan_id
@@ -146,11 +145,12 @@ class LineageRunner:
             except CandidateFailed as e:  # nothing to verify; the reason goes back to the Modifier
                 self.on_event(Event(lineage, g, "candidate", f"{direction} #{attempt}: {e}"))
                 # Stored like every other candidate, with no task: the run's history shows the attempt.
-                self.store.add_candidate(lineage, g, direction, attempt, None, plan_id=plan_id, accepted=False,
-                                         reasons=[f"modifier: {e}"])
+                await asyncio.to_thread(self.store.add_candidate, lineage, g, direction, attempt, None, plan_id=plan_id,
+                                        accepted=False, reasons=[f"modifier: {e}"])
                 feedback.append(f"modifier: {e}")
                 continue
-            candidate_id = self.store.add_candidate(lineage, g, direction, attempt, candidate, plan_id=plan_id)
+            candidate_id = await asyncio.to_thread(self.store.add_candidate, lineage, g, direction, attempt, candidate,
+                                                   plan_id=plan_id)
             # Verify a working copy: the stored version dir is immutable and Harbor must not touch it.
             task_dir = save(candidate, ctx.workdir / f"candidate-{attempt}", overwrite=True)
             trials_dir = ctx.workdir / f"trials-{attempt}"
@@ -163,13 +163,15 @@ class LineageRunner:
             )
             wall = time.monotonic() - t0
             for report in verdict.reports.values():
-                self.store.add_verifier_report(candidate_id, report, wall_seconds=wall)
-            self.store.set_candidate_result(candidate_id, verdict.ok, verdict.reasons)
+                await asyncio.to_thread(self.store.add_verifier_report, candidate_id, report, wall_seconds=wall)
+            await asyncio.to_thread(self.store.set_candidate_result, candidate_id, verdict.ok, verdict.reasons)
             if verdict.ok:
                 new_trace = await self.engine.extract_trace(candidate)
                 drift = bound.last if bound is not None else await self._drift(lineage, g, candidate, parent.task_hash)
-                self.store.commit_generation(
-                    lineage, g, candidate, direction=direction, effort=self.cfg.effort.value, trace=new_trace,
+                # The commit point: one transaction, run off the event loop (it waits on fsyncs).
+                await asyncio.to_thread(
+                    self.store.commit_generation, lineage, g, candidate,
+                    direction=direction, effort=self.cfg.effort.value, trace=new_trace,
                     difficulty=difficulty(new_trace, self.engine.reference()), verified=True,
                     parent_hash=parent.task_hash, candidate_id=candidate_id, drift=drift,
                 )
@@ -211,23 +213,26 @@ async def start_lineages(
         trace = await engine.extract_trace(task)
         d = difficulty(trace, engine.reference())
         if name in known:
-            lid = store.create_lineage(name, task, trace=trace, difficulty=d)  # validates it is the same seed
+            # validates it is the same seed
+            lid = await asyncio.to_thread(store.create_lineage, name, task, trace=trace, difficulty=d)
         else:
             workdir = store.run_dir / "work" / "seeds" / name
             task_dir = save(task, workdir / "task", overwrite=True)
             on_event(Event(name, 0, "candidate", "verifying the seed"))
             verdict = await verify_candidate(task, task_dir, workdir / "trials", env=config.env, verifiers=verifiers,
                                              checks=checks, gate=gate)
-            lid = store.create_lineage(name, task, trace=trace, difficulty=d, verified=verdict.ok)
+            lid = await asyncio.to_thread(store.create_lineage, name, task, trace=trace, difficulty=d, verified=verdict.ok)
             try:  # the seed's own figures (similarity 1, no parent), with the encoder that will measure the rest
-                store.set_drift(lid, 0, store.measure_drift(lid, task, None))
+                await asyncio.to_thread(lambda: store.set_drift(lid, 0, store.measure_drift(lid, task, None)))
             except UserError:
                 pass
             if not verdict.ok:
-                store.finish_lineage(lid, "terminated", "the seed is not sound: " + "; ".join(verdict.reasons))
+                reason = "the seed is not sound: " + "; ".join(verdict.reasons)
+                await asyncio.to_thread(store.finish_lineage, lid, "terminated", reason)
         lin = store.lineage(lid)
         if lin.status == "budget_exhausted" or (lin.status == "done" and lin.latest_generation < config.generations):
-            store.finish_lineage(lid, "running")  # a resume asking for more generations (or budget) reopens it
+            # a resume asking for more generations (or budget) reopens it
+            await asyncio.to_thread(store.finish_lineage, lid, "running")
             lin = store.lineage(lid)
         if lin.status == "running":
             todo.append(lid)

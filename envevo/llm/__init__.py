@@ -1,5 +1,5 @@
 """LLM plumbing shared by the LLM engine's roles: model config, guarded models (retries, concurrency, budgets,
-usage), preflight, versioned prompts, rubrics, the Modifier's shell (a sandbox session), and human review.
+usage), preflight, versioned prompts, rubrics, human review, and the llm p_T estimator.
 
 Only this package and envevo.evolve.engines.llm import pydantic-ai.
 """
@@ -28,7 +28,11 @@ from envevo.llm._human import (
 )
 from envevo.llm._loops import PerLoop
 from envevo.llm._meter import Meter, Scope, UsageRecord
+from envevo.llm._model_grammar import litellm_model, normalize_model
+from envevo.llm._overrides import parse_role_models, settings_with_options
+from envevo.llm._preflight import preflight
 from envevo.llm._prompts import PROMPT_NAMES, Prompt, load_prompt, prompt_versions
+from envevo.llm._reference_prior import LLMPrior
 from envevo.llm._render import render_task, render_trace
 from envevo.llm._rubric import (
     Criterion,
@@ -41,7 +45,6 @@ from envevo.llm._rubric import (
     score,
 )
 from envevo.llm._runtime import LLMRuntime
-from envevo.llm._sandbox import CommandResult, ContainerShell, ShellError, ShellFacts, ShellSession
 from envevo.llm._store import attach_store
 
 __all__ = [
@@ -52,8 +55,6 @@ __all__ = [
     "ROLES",
     "BudgetExceeded",
     "CandidateFailed",
-    "CommandResult",
-    "ContainerShell",
     "Criterion",
     "EndpointGates",
     "EndpointUnavailable",
@@ -63,6 +64,7 @@ __all__ = [
     "HumanReview",
     "Judgement",
     "LLMConfigError",
+    "LLMPrior",
     "LLMRuntime",
     "LLMSettings",
     "Meter",
@@ -77,9 +79,6 @@ __all__ = [
     "RoleSettings",
     "Rubric",
     "Scope",
-    "ShellError",
-    "ShellFacts",
-    "ShellSession",
     "UsageRecord",
     "append_criteria",
     "attach_store",
@@ -89,8 +88,13 @@ __all__ = [
     "learn_criteria",
     "load_prompt",
     "load_rubric",
+    "litellm_model",
     "load_settings",
+    "normalize_model",
+    "parse_role_models",
+    "settings_with_options",
     "parse_model",
+    "preflight",
     "prompt_versions",
     "record_review",
     "render_task",

@@ -12,18 +12,9 @@
 
 from __future__ import annotations
 
+from envevo.errors import CandidateFailed as _CandidateBase
+from envevo.errors import EngineStop as _StopBase
 from envevo.errors import UserError
-
-try:  # the loop's own stop signals, once it exports them (see docs/llm.md, "loop integration")
-    from envevo.evolve._engine import CandidateFailed as _CandidateBase  # type: ignore[attr-defined]
-    from envevo.evolve._engine import EngineStop as _StopBase  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - until the loop exports them
-
-    class _StopBase(Exception):  # type: ignore[no-redef]
-        status = "terminated"
-
-    class _CandidateBase(Exception):  # type: ignore[no-redef]
-        pass
 
 
 class LLMConfigError(UserError):

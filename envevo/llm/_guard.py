@@ -2,8 +2,9 @@
 
 - Bounded concurrency per endpoint: one semaphore per server, shared by every role that talks to it.
 - Retries with exponential backoff and jitter on 429, 5xx, timeouts and dropped connections, waiting at least
-  as long as the server's `retry-after` asks. The provider SDKs' own retries are switched off (max_retries=0
-  on the client) so this is the only retry policy, the same for every provider.
+  as long as the server's `retry-after` asks (envevo/llm/_retry.py, shared with the llm p_T estimator). The
+  provider SDKs' own retries are switched off (max_retries=0 on the client) so this is the only retry policy,
+  the same for every provider.
 - Budget check before, and usage metering after, every request.
 
 Errors that retrying cannot fix (a bad key, an unknown model, a rejected request) pass straight through.
@@ -15,7 +16,6 @@ import asyncio
 import random
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from pydantic_ai.exceptions import (
     ModelAPIError,
@@ -34,16 +34,13 @@ from envevo.llm._config import ModelSpec, Price
 from envevo.llm._errors import EndpointUnavailable
 from envevo.llm._loops import PerLoop
 from envevo.llm._meter import Meter
-
-_RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
-#: A server asking for a longer pause than this is treated as down, not busy.
-MAX_RETRY_AFTER_SEC = 600.0
+from envevo.llm._retry import MAX_RETRY_AFTER_SEC, RETRY_STATUS, RetryPolicy
 
 
 def retryable(exc: ModelAPIError) -> bool:
     """Rate limits, overload, 5xx, timeouts, dropped connections, and garbled responses (a proxy's HTML page
     instead of JSON): worth another try. A request the server rejected as such is not."""
-    if isinstance(exc, ModelHTTPError) and exc.status_code in _RETRY_STATUS:
+    if isinstance(exc, ModelHTTPError) and exc.status_code in RETRY_STATUS:
         return True
     if isinstance(exc, ModelRequestRejectedError | ModelQuotaExceededError):
         return False
@@ -61,21 +58,6 @@ class EndpointGates:
         if endpoint not in self._gates:
             self._gates[endpoint] = PerLoop(lambda: asyncio.Semaphore(self.limit))
         return self._gates[endpoint].get()
-
-
-@dataclass
-class RetryPolicy:
-    max_retries: int = 5
-    base_sec: float = 1.0
-    max_backoff_sec: float = 60.0
-
-    def wait(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
-        """Seconds before retry number `attempt` (1-based): the server's retry-after if it gave one,
-        else exponential backoff with ±25% jitter so concurrent lineages do not retry in lockstep."""
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), MAX_RETRY_AFTER_SEC)
-        backoff = min(self.base_sec * 2 ** (attempt - 1), self.max_backoff_sec)
-        return backoff * rng.uniform(0.75, 1.25)
 
 
 def response_cost(response: ModelResponse, price: Price | None) -> float | None:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import html
+from contextlib import ExitStack
 from pathlib import Path
 
-from contextlib import ExitStack
-
+from envevo.analysis import mutation_rates
 from envevo.errors import UserError
 from envevo.report._plots import difficulty_plot, drift_plot, generations_plot, mutation_plot, validity_plot
-from envevo.store import LineageStore, mutation_rates
+from envevo.store import LineageStore
 from envevo.task import diff_tasks
 
 MAX_DIFF_LINES = 400

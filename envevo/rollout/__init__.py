@@ -1,12 +1,26 @@
 """k rollouts per task, simulated skill-profile agents (SIMULATION), summaries (pass@k, turns), seed selection.
 
-`envevo.rollout.agents:SimulatedAgent` is the Harbor custom agent; it is not imported here so that
-importing envevo.rollout does not import Harbor.
+`envevo.rollout.agents:SimulatedDriver` drives the sandbox's shell for runtime's Harbor agent (SIM_AGENT, with
+`sim_agent_kwargs`); envevo.rollout never imports Harbor.
 """
 
 from envevo.rollout._episode import Episode, StepLog, play
 from envevo.rollout._profiles import PROFILES, SimProfile, explore_turns, is_simulated, profile, step_probability
-from envevo.rollout._run import SIM_AGENT, SIM_MODEL, Target, agent_label, dir_targets, pending, rollout, run_rollouts, run_targets
+from envevo.rollout._run import (
+                                 SIM_AGENT,
+                                 SIM_MODEL,
+                                 Target,
+                                 agent_label,
+                                 check_agent,
+                                 dir_targets,
+                                 parse_agent_kwargs,
+                                 pending,
+                                 rollout,
+                                 run_rollouts,
+                                 run_targets,
+                                 sim_agent_kwargs,
+)
+from envevo.rollout._select import parse_fraction, rollout_reasons, select_seeds
 from envevo.rollout._stats import RolloutSummary, pass_at_k, summarize
 from envevo.rollout._weakness import WeaknessReport, WeaknessRow, step_outcomes, weakness
 
@@ -20,16 +34,22 @@ __all__ = [
     "StepLog",
     "Target",
     "agent_label",
+    "check_agent",
     "dir_targets",
     "explore_turns",
     "is_simulated",
+    "parse_agent_kwargs",
+    "parse_fraction",
     "pass_at_k",
     "pending",
     "play",
     "profile",
     "rollout",
+    "rollout_reasons",
     "run_rollouts",
     "run_targets",
+    "select_seeds",
+    "sim_agent_kwargs",
     "step_probability",
     "summarize",
     "WeaknessReport",

@@ -11,9 +11,17 @@ from pydantic import BaseModel
 from envevo.errors import UserError
 from envevo.rollout._profiles import PROFILES, is_simulated
 from envevo.rollout._stats import RolloutSummary, summarize
+from envevo.runtime import DRIVEN_AGENT
 
-SIM_AGENT = "envevo.rollout.agents:SimulatedAgent"
+# Simulated profiles run as runtime's driven agent with the simulated driver (envevo/rollout/agents.py).
+SIM_AGENT = DRIVEN_AGENT
+SIM_DRIVER = "envevo.rollout.agents:SimulatedDriver"
 SIM_MODEL = "simulation"
+
+
+def sim_agent_kwargs(chain: dict, profile: str | dict, seed: int, **options) -> dict:
+    """The agent kwargs of a simulated trial: the driver, and its options (e.g. p_step)."""
+    return {"driver": SIM_DRIVER, "options": {"chain": chain, "profile": profile, "seed": seed, **options}}
 
 
 class Target(BaseModel):
@@ -71,7 +79,7 @@ def parse_agent_kwargs(items: Sequence[str]) -> dict:
 def check_agent(agent: str, model: str | None, agent_kwargs: dict | None = None) -> None:
     """One clear UserError, before any sandbox starts, for an agent config Harbor would reject in every trial."""
     from envevo.runtime import TrialSpec
-    from envevo.runtime._trial import check_agent as check
+    from envevo.runtime import check_agent as check
 
     if is_simulated(agent):
         if agent_kwargs:
@@ -93,8 +101,7 @@ async def probe_endpoint(model: str | None, agent_kwargs: dict | None = None) ->
     provider, _, name = (model or "").partition("/")
     if not kwargs.get("base_url") or provider not in ("openai", "hosted_vllm") or not name:
         return
-    from envevo.llm._config import ModelSpec
-    from envevo.llm._preflight import preflight
+    from envevo.llm import ModelSpec, preflight
 
     try:
         await preflight([ModelSpec(provider="openai", name=name, base_url=kwargs["base_url"],
@@ -104,7 +111,7 @@ async def probe_endpoint(model: str | None, agent_kwargs: dict | None = None) ->
 
 
 def _spec(t: Target, agent: str, model: str | None, k: int, env: str, trials_dir: Path, agent_kwargs: dict | None = None):
-    from envevo.evolve.engines.procedural import derive_seed
+    from envevo.catalog import derive_seed
     from envevo.runtime import TrialSpec
     from envevo.task import load_task
 
@@ -116,7 +123,7 @@ def _spec(t: Target, agent: str, model: str | None, k: int, env: str, trials_dir
         raise UserError(f"{t.name}: simulated agents act only on procedural tasks (no chain in [metadata.envevo]); "
                         "use a real agent such as terminus-2")
     return TrialSpec(task_dir=t.task_dir, agent=SIM_AGENT, model=None, env=env, trials_dir=trials_dir,
-                     agent_kwargs={"chain": meta["chain"], "profile": agent, "seed": derive_seed(t.task_hash, agent, k)})
+                     agent_kwargs=sim_agent_kwargs(meta["chain"], agent, derive_seed(t.task_hash, agent, k)))
 
 
 def pending(targets: Sequence[Target], agent: str, model: str | None, k: int, store=None) -> list[tuple[Target, int]]:
@@ -149,14 +156,16 @@ async def rollout(targets: Sequence[Target], agent: str, model: str | None, k: i
     specs = [_spec(t, agent, model, i, env, trials_dir / t.task_hash[:12], agent_kwargs) for t, i in todo]
     fresh: dict[str, list] = {}
 
-    def done(j: int, o) -> None:
+    async def done(j: int, o) -> None:
         t, i = todo[j]
         fresh.setdefault(t.task_hash, []).append(o)
-        if store is not None:
-            store.add_rollout(t.task_hash, agent, i, model=model, reward=o.reward, turns=o.turns,
-                              input_tokens=o.n_input_tokens, output_tokens=o.n_output_tokens, cost_usd=o.cost_usd,
-                              duration_s=o.timings.total, error_kind=o.error_kind.value,
-                              simulated=is_simulated(agent), trial_dir=o.trial_dir)
+        if store is not None:  # recorded off the event loop: a commit waits on fsync, trials keep running
+            await asyncio.to_thread(
+                store.add_rollout, t.task_hash, agent, i, model=model, reward=o.reward, turns=o.turns,
+                input_tokens=o.n_input_tokens, output_tokens=o.n_output_tokens, cost_usd=o.cost_usd,
+                duration_s=o.timings.total, error_kind=o.error_kind.value, simulated=is_simulated(agent),
+                trial_dir=o.trial_dir,
+            )
         if on_trial is not None:
             on_trial(t, o)
 

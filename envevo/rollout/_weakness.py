@@ -268,12 +268,12 @@ def choose_agent(store, agent: str | None = None, model: str | None = None) -> t
 
 def _version_checks(store, task_hash: str):
     """(ξ, per-step checks or None) of a stored version."""
-    from envevo.trace._estimators import trace_of_task
+    from envevo.trace import trace_of_task
 
     task = store.load_version_task(task_hash)
     meta = task.envevo_metadata or {}
     if meta.get("engine") == "procedural" and isinstance(meta.get("chain"), dict):
-        from envevo.evolve.engines.procedural import build_blocks, chain_from_task
+        from envevo.catalog import build_blocks, chain_from_task
 
         chain = chain_from_task(task)
         blocks = build_blocks(chain)

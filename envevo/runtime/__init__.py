@@ -4,18 +4,27 @@ Harbor is imported only when a trial runs (`run_trial`, `run_trials`), so module
 outcome types (verdicts, the store, the trainer adapters' environments) load without it.
 """
 
+from envevo.runtime import _host_ca as host_ca  # the module: trust settings for the host's CA bundle
+from envevo.runtime._agents import DRIVEN_AGENT, DriverResult, ShellDriver, ShellExec
 from envevo.runtime._cleanup import list_containers, remove_containers, sweep_orphans
 from envevo.runtime._envs import LOCAL_ENGINES, EnvChoice, check_env, resolve_env
+from envevo.runtime._host_ca import ENV_VAR as HOST_CA_ENV_VAR
+from envevo.runtime._host_ca import volume_args as host_ca_volume_args
 from envevo.runtime._image_cache import CACHE_LABEL, CACHE_REPO, cache_tag, environment_digest
-from envevo.runtime._session import SandboxSession, SessionError, SessionResult, open_session
+from envevo.runtime._network import network_policy
 from envevo.runtime._outcome import ErrorKind, PhaseTimings, TrialOutcome, TrialSpec
+from envevo.runtime._session import SandboxSession, SessionError, SessionResult, open_session
 
 __all__ = [
     "CACHE_LABEL",
     "CACHE_REPO",
+    "DRIVEN_AGENT",
+    "DriverResult",
     "EnvChoice",
+    "HOST_CA_ENV_VAR",
     "LOCAL_ENGINES",
     "cache_tag",
+    "check_agent",
     "check_env",
     "resolve_env",
     "ErrorKind",
@@ -23,11 +32,16 @@ __all__ = [
     "SandboxSession",
     "SessionError",
     "SessionResult",
+    "ShellDriver",
+    "ShellExec",
     "TrialOutcome",
     "open_session",
     "TrialSpec",
     "environment_digest",
+    "host_ca",
+    "host_ca_volume_args",
     "list_containers",
+    "network_policy",
     "remove_containers",
     "run_trial",
     "run_trials",
@@ -36,7 +50,7 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    if name in ("run_trial", "run_trials"):
+    if name in ("check_agent", "run_trial", "run_trials"):  # they import Harbor
         from envevo.runtime import _trial
 
         return getattr(_trial, name)

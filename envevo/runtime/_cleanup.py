@@ -82,10 +82,18 @@ def list_containers(engine: str, owner: str | None = None) -> list[str]:
     return [cid for cid, _, _ in _ps(engine, flt)]
 
 
+def _rm_argv(engine: str, ids: list[str]) -> list[str]:
+    # SIGKILL at once: a sandbox's PID 1 (`sleep infinity`) ignores SIGTERM, and podman would wait 10 s for each.
+    return [engine, "rm", "-f", *(["--time", "0"] if engine == "podman" else []), *ids]
+
+
 def remove_containers(engine: str, owner: str | None = None) -> int:
     ids = list_containers(engine, owner)
     if ids:
-        subprocess.run([engine, "rm", "-f", *ids], capture_output=True, timeout=120)
+        try:
+            subprocess.run(_rm_argv(engine, ids), capture_output=True, timeout=120)
+        except (OSError, subprocess.SubprocessError):
+            pass  # the engine is wedged; the next run's sweep of orphans retries
     return len(ids)
 
 
@@ -99,7 +107,7 @@ def sweep_orphans(engine: str) -> int:
             dead.append(cid)
             images.add(image)
     if dead:
-        subprocess.run([engine, "rm", "-f", *dead], capture_output=True, timeout=120)
+        subprocess.run(_rm_argv(engine, dead), capture_output=True, timeout=120)
         # The per-trial image Harbor would have removed at teardown; shared layers stay cached.
         subprocess.run([engine, "rmi", *images], capture_output=True, timeout=120)
     return len(dead)

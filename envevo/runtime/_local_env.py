@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
+import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
@@ -32,8 +33,14 @@ NOTES_FILE = "envevo-notes.txt"
 BUILD_LOG = "build.log"
 
 
-async def _run(*argv: str, timeout: float | None = None, stdin: bytes | None = None) -> tuple[int, str, str]:
-    """Run an engine command; (exit code, stdout, stderr). A timeout kills the client and raises TimeoutError."""
+async def _run(*argv: str, timeout: float | None = None, stdin: bytes | None = None,
+               finish_on_cancel: bool = False) -> tuple[int, str, str]:
+    """Run an engine command; (exit code, stdout, stderr). A timeout kills the client and raises TimeoutError.
+
+    A cancel kills the client, unless `finish_on_cancel`: a `run` or `rm` killed halfway leaves a container
+    behind (created, or still up), so those run to their end (see `_run_to_end`) and the cancel is re-raised."""
+    if finish_on_cancel:
+        return await _run_to_end(list(argv), timeout or 120, stdin)
     proc = await asyncio.create_subprocess_exec(
         *argv,
         stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
@@ -48,6 +55,35 @@ async def _run(*argv: str, timeout: float | None = None, stdin: bytes | None = N
             await proc.wait()
         raise
     return proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+def _run_blocking(argv: list[str], timeout: float, stdin: bytes | None) -> tuple[int, str, str]:
+    try:
+        # Its own session: a terminal's Ctrl-C (sent to the whole foreground group) must not kill it halfway.
+        r = subprocess.run(argv, input=stdin, capture_output=True, timeout=timeout, start_new_session=True)
+    except subprocess.TimeoutExpired as exc:
+        raise TimeoutError(f"{argv[0]} {argv[1]} did not finish within {timeout:.0f} s") from exc
+    return r.returncode, r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+
+
+async def _run_to_end(argv: list[str], timeout: float, stdin: bytes | None) -> tuple[int, str, str]:
+    """Run a command in a worker thread and wait for it through any cancel, then re-raise the cancel.
+
+    Not an asyncio subprocess: Harbor shields the stop of a sandbox and lets it run on when its trial is cancelled
+    at that moment, so asyncio.run's final cancel of stray tasks can reach a stop; an asyncio child process
+    cancelled then was seen to hang the interpreter's exit with the container still up (Ctrl-C during red-team
+    trials, whose sandboxes stop often). A thread is not cancelled, its future is not a task, and the executor is
+    joined before the process exits."""
+    done = asyncio.get_running_loop().run_in_executor(None, _run_blocking, argv, timeout, stdin)
+    cancelled: asyncio.CancelledError | None = None
+    while not done.done():
+        try:
+            await asyncio.shield(done)
+        except asyncio.CancelledError as exc:
+            cancelled = exc
+    if cancelled is not None:
+        raise cancelled
+    return done.result()
 
 
 class LocalContainerEnvironment(BaseEnvironment):
@@ -157,17 +193,19 @@ class LocalContainerEnvironment(BaseEnvironment):
             base += ["--env", f"{key}={value}"]
         rest = [*self._mount_args(), *_host_ca.volume_args(), image, "sh", "-c", "sleep infinity"]
         limits = self._limit_args()
-        code, out, err = await _run(*base, *limits, *rest, timeout=300)
+        # Known before `run` creates it: a cancel from here on still ends in stop() removing it by name.
+        self._container = name
+        _cleanup.ensure_exit_sweep()
+        code, out, err = await _run(*base, *limits, *rest, timeout=300, finish_on_cancel=True)
         if code != 0 and limits and ("cgroup" in err.lower() or "permission" in err.lower() or "not supported" in err.lower()):
             # The host refuses resource limits (e.g. cgroup v1 without the controllers): run without them, say so.
             self._note(f"resource limits {' '.join(limits)} dropped: the host refused them ({err.strip().splitlines()[-1][:200]})")
-            await _run(self.engine, "rm", "-f", name, timeout=60)
-            code, out, err = await _run(*base, *rest, timeout=300)
+            await _run(*self._rm_argv(name), timeout=60, finish_on_cancel=True)
+            code, out, err = await _run(*base, *rest, timeout=300, finish_on_cancel=True)
         if code != 0:
-            await _run(self.engine, "rm", "-f", name, timeout=60)
+            self._container = None
+            await _run(*self._rm_argv(name), timeout=60, finish_on_cancel=True)
             raise RuntimeError(f"{self.engine} run failed: {err.strip()[-400:]}")
-        self._container = name
-        _cleanup.ensure_exit_sweep()
         if image != str(self.task_env_config.docker_image or ""):
             self._note(f"image {image} (environment/Dockerfile, cached by content)")
         await self._upload_environment_dir_after_start()
@@ -180,9 +218,13 @@ class LocalContainerEnvironment(BaseEnvironment):
         if self._container is None:
             return
         name, self._container = self._container, None
-        # rm -f sends SIGKILL: the sandbox is disposable and its PID 1 (`sleep infinity`) ignores SIGTERM.
-        await asyncio.shield(_run(self.engine, "rm", "-f", "--time", "0", name, timeout=120)) if self.engine == "podman" \
-            else await asyncio.shield(_run(self.engine, "rm", "-f", name, timeout=120))
+        # Shielded and waited for through any cancel: a Ctrl-C that lands here (Harbor stops the sandbox at every
+        # trial's end) must not kill `rm` halfway, nor leave it to asyncio.run's final cancel of stray tasks.
+        await _run(*self._rm_argv(name), timeout=120, finish_on_cancel=True)
+
+    def _rm_argv(self, name: str) -> list[str]:
+        # SIGKILL at once: the sandbox is disposable and its PID 1 (`sleep infinity`) ignores SIGTERM.
+        return [self.engine, "rm", "-f", "--time", "0", name] if self.engine == "podman" else [self.engine, "rm", "-f", name]
 
     # -- commands and files ---------------------------------------------------------------------
 

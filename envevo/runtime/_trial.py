@@ -9,7 +9,6 @@ from datetime import datetime
 
 from envevo.runtime import _cleanup
 from envevo.runtime._envs import resolve_env
-from envevo.runtime._image_cache import ImageCache
 from envevo.runtime._harbor import (
     AgentConfig,
     EnvironmentConfig,
@@ -18,6 +17,7 @@ from envevo.runtime._harbor import (
     TrialConfig,
     TrialResult,
 )
+from envevo.runtime._image_cache import ImageCache
 from envevo.runtime._outcome import ErrorKind, PhaseTimings, TrialOutcome, TrialSpec
 
 # Harbor exception type names, grouped by what they say about the trial.

@@ -18,9 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from envevo.errors import UserError
-from envevo.task import expand_task_dirs
-from envevo.sandbox import _paths
-from envevo.sandbox import _tls
+from envevo.sandbox import _paths, _tls
 from envevo.sandbox._base_image import canonical
 from envevo.sandbox._refs import dockerfile_bases, parse_ref
 from envevo.sandbox._standins import (
@@ -31,6 +29,7 @@ from envevo.sandbox._standins import (
     plan_standin,
     why_no_standin,
 )
+from envevo.task import expand_task_dirs
 
 DEFAULT_IMAGES = ("debian:bookworm-slim",)
 PROBE_IMAGE = "docker.io/library/debian:bookworm-slim"
@@ -242,7 +241,7 @@ class Doctor:
         return None
 
     def tls(self) -> Check:
-        from envevo.runtime import _host_ca
+        from envevo.runtime import host_ca as _host_ca
 
         name = "https from containers"
         host_ok, host_why = _tls.host_reaches()
@@ -298,7 +297,7 @@ class Doctor:
                      fix="envevo doctor --fix" if not self.fix else f"{self.engine} run --rm {PROBE_IMAGE} true  # and read the error")
 
     def orphans(self) -> Check:
-        from envevo.runtime._cleanup import list_containers, sweep_orphans
+        from envevo.runtime import list_containers, sweep_orphans
 
         if self.fix:
             n = sweep_orphans(self.engine)

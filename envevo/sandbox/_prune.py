@@ -21,7 +21,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, Field
 
-from envevo.runtime._image_cache import CACHE_REPO
+from envevo.runtime import CACHE_REPO
 
 DEFAULT_BUDGET_GB = 20.0
 BUDGET_ENV = "ENVEVO_IMAGE_BUDGET_GB"

@@ -275,7 +275,7 @@ def _last_line(proc: subprocess.CompletedProcess) -> str:
 
 
 def _build(engine: str, text: str, tag: str, labels: dict[str, str], what: str) -> None:
-    from envevo.runtime._host_ca import volume_args
+    from envevo.runtime import host_ca_volume_args as volume_args
 
     with tempfile.TemporaryDirectory(prefix="envevo-standin-") as tmp:
         (Path(tmp) / "Containerfile").write_text(text)

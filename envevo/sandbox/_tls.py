@@ -54,7 +54,7 @@ def container_reaches(engine: str, image: str, url: str = PROBE_URL, trust_host_
                       timeout: float = 60) -> tuple[bool, str]:
     """Whether a container of ``image`` (which has python3) fetches ``url``; with ``trust_host_ca`` it runs
     with the same mount and variables envevo's runtime adds."""
-    from envevo.runtime import _host_ca
+    from envevo.runtime import host_ca as _host_ca
 
     extra: list[str] = []
     if trust_host_ca:
@@ -77,7 +77,7 @@ def record_trust(bundle: Path) -> None:
     path = trust_file()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"bundle": str(bundle)}) + "\n")
-    from envevo.runtime._host_ca import ENV_VAR
+    from envevo.runtime import HOST_CA_ENV_VAR as ENV_VAR
 
     os.environ[ENV_VAR] = str(bundle)
 

@@ -21,6 +21,7 @@ from envevo.schedule._base import (
 )
 from envevo.schedule._coevo import CoevoScheduler
 from envevo.schedule._el import BetaAdvance, ELScheduler
+from envevo.schedule._export import RL_INDEX, export_rl
 from envevo.schedule._learner import LearnerConfig, SyntheticLearner
 from envevo.schedule._load import load_lineages, synthetic_lineages
 from envevo.schedule._plr import PLRScheduler
@@ -41,6 +42,7 @@ from envevo.schedule._uniform import DAPOScheduler, RandomScheduler
 __all__ = [
     "DEFAULT_SCHEDULERS",
     "METRICS",
+    "RL_INDEX",
     "SIMULATION_LABEL",
     "BetaAdvance",
     "CoevoScheduler",
@@ -61,6 +63,7 @@ __all__ = [
     "SimConfig",
     "SimulationResult",
     "SyntheticLearner",
+    "export_rl",
     "load_lineages",
     "make_scheduler",
     "normalize_lineages",
@@ -73,10 +76,12 @@ __all__ = [
     "write_report",
 ]
 
+_REPORT_NAMES = ("write_report", "PAIRED_METRICS", "SHORT_TITLES", "TABLE_METRICS", "fmt_pm", "metric_title")
+
 
 def __getattr__(name: str):
-    if name == "write_report":  # matplotlib only when plots are wanted
-        from envevo.schedule._report import write_report
+    if name in _REPORT_NAMES:  # matplotlib only when plots or report tables are wanted
+        from envevo.schedule import _report
 
-        return write_report
+        return getattr(_report, name)
     raise AttributeError(f"module 'envevo.schedule' has no attribute {name!r}")

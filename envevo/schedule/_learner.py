@@ -51,14 +51,14 @@ class CompiledEnvs:
 
 @cache
 def _catalog_prior():
-    from envevo.evolve.engines.procedural import CatalogPrior
+    from envevo.catalog import CatalogPrior
 
     return CatalogPrior()
 
 
 def _pair_costs(rec: EnvRecord) -> list[float]:
     """Each pair's share of D_T: exact under the catalog prior for catalog ξ, else D_T / L (NaN: unknown)."""
-    from envevo.evolve.engines.procedural import SCENARIOS, compatible
+    from envevo.catalog import SCENARIOS, compatible
 
     steps = rec.trace.steps if rec.trace else ()
     if steps and all(s.scenario in SCENARIOS and compatible(s.scenario, s.skill) for s in steps):

@@ -60,7 +60,7 @@ def load_lineages(run_dir: str | os.PathLike[str], *, verified_only: bool = True
 
 @cache
 def _catalog():
-    from envevo.evolve.engines.procedural import GOAL_CATEGORIES, SCENARIOS, SKILLS, CatalogPrior, compatible
+    from envevo.catalog import GOAL_CATEGORIES, SCENARIOS, SKILLS, CatalogPrior, compatible
 
     prior = CatalogPrior()
     pairs = [(s, k) for s in SCENARIOS for k in SKILLS if compatible(s, k)]
@@ -78,7 +78,7 @@ def _goal_weights(goal: str) -> list[float]:
 def _evolve_once(rng: random.Random, goal: str, pairs: list[tuple[str, str]], max_len: int):
     """One generation: the first direction (in a fresh shuffled order) that can make an edit."""
     prior, all_pairs, _ = _catalog()
-    from envevo.evolve.engines.procedural import compatible
+    from envevo.catalog import compatible
 
     directions = ["length", "scenario", "skill"]
     rng.shuffle(directions)

@@ -1,14 +1,16 @@
-"""The lineage store: an SQLite index (WAL) over immutable, content-addressed task versions, plus analyses
-(mutation rates) and exports (Harbor dataset folder, JSONL/Parquet index).
+"""The lineage store: an SQLite index (WAL) over immutable, content-addressed task versions, and the dataset
+exports of its lineages (Harbor dataset folder, JSONL/Parquet index). Analyses over it live in envevo.analysis;
+the trainers' export in envevo.schedule.
 
-Layout of a run directory::
+Layout of a run directory (:class:`RunPaths`)::
 
     RUN_DIR/store.sqlite          the index: run config, lineages, versions, tries, plans, candidates,
                                   verifications, rollouts, usage
     RUN_DIR/tasks/<hash>/         one full Harbor task dir per stored task version, never modified
 """
 
-from envevo.store._export import FLAT_COLUMNS, export_flat, export_harbor, export_name, export_rl, flat_path, flat_rows, version_fields
+from envevo.store._export import FLAT_COLUMNS, export_flat, export_harbor, export_name, flat_path, flat_rows, version_fields
+from envevo.store._lineages import slugify
 from envevo.store._models import (
     Candidate,
     GenerationTry,
@@ -25,36 +27,20 @@ from envevo.store._models import (
 )
 from envevo.store._paths import RunPaths
 from envevo.store._schema import SCHEMA_VERSION
-from envevo.store._stats import (
-    RATE_COMPONENTS,
-    TOTAL_COMPONENTS,
-    DirectionRates,
-    GenerationRates,
-    MutationStats,
-    Transition,
-    mutation_rates,
-    rates_of,
-)
-from envevo.store._store import LineageStore, slugify
+from envevo.store._store import LineageStore
 
 __all__ = [
     "FLAT_COLUMNS",
-    "RATE_COMPONENTS",
     "SCHEMA_VERSION",
-    "TOTAL_COMPONENTS",
     "Candidate",
-    "DirectionRates",
-    "GenerationRates",
     "GenerationTry",
     "Lineage",
     "LineageStatus",
     "LineageStore",
-    "MutationStats",
     "Plan",
     "Rollout",
     "RunPaths",
     "StoreError",
-    "Transition",
     "TryStatus",
     "Usage",
     "UsageTotal",
@@ -62,12 +48,9 @@ __all__ = [
     "Version",
     "export_flat",
     "export_harbor",
-    "export_rl",
-    "version_fields",
     "export_name",
     "flat_path",
     "flat_rows",
-    "mutation_rates",
-    "rates_of",
     "slugify",
+    "version_fields",
 ]

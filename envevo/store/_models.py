@@ -8,8 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from envevo.errors import UserError
-from envevo.trace import Difficulty, Trace
-from envevo.trace._drift import Drift
+from envevo.trace import Difficulty, Drift, Trace
 
 
 class StoreError(UserError):
@@ -82,13 +81,18 @@ class GenerationTry(BaseModel):
     finished_at: str | None = None
 
 
-class Plan(BaseModel):
+class Attempt(BaseModel):
+    """What plans and candidates share: the round of a generation try they belong to."""
+
     id: int
     try_id: int
     lineage_id: str
     generation: int
     direction: str
     attempt: int
+
+
+class Plan(Attempt):
     proposal: dict[str, Any] | None = Field(default=None, description="Proposal as JSON (None: no edit possible)")
     review: dict[str, Any] | None = Field(default=None, description="Review as JSON")
     accepted: bool
@@ -96,13 +100,7 @@ class Plan(BaseModel):
     created_at: str
 
 
-class Candidate(BaseModel):
-    id: int
-    try_id: int
-    lineage_id: str
-    generation: int
-    direction: str
-    attempt: int
+class Candidate(Attempt):
     plan_id: int | None = None
     task_hash: str | None = Field(default=None, description="None when the Modifier produced no task")
     accepted: bool

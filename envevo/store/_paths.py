@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -16,6 +17,11 @@ class RunPaths(BaseModel):
     """
 
     run_dir: Path
+
+    @classmethod
+    def is_run(cls, path: str | os.PathLike[str]) -> bool:
+        """Whether ``path`` is a run directory: it holds a store."""
+        return cls(run_dir=Path(path)).db.is_file()
 
     @property
     def db(self) -> Path:

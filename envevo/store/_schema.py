@@ -6,6 +6,15 @@ been applied. Add a migration by appending to ``MIGRATIONS``; never edit a relea
 
 from __future__ import annotations
 
+# Plans and candidates are both attempts inside a generation try, so they open with the same columns.
+_ATTEMPT_COLUMNS = """
+        id INTEGER PRIMARY KEY,
+        try_id INTEGER NOT NULL REFERENCES generation_tries(id),
+        lineage_id TEXT NOT NULL REFERENCES lineages(id),
+        generation INTEGER NOT NULL,
+        direction TEXT NOT NULL,
+        attempt INTEGER NOT NULL,"""
+
 _V1 = [
     """CREATE TABLE IF NOT EXISTS schema_version (
         version INTEGER PRIMARY KEY,
@@ -40,13 +49,7 @@ _V1 = [
         finished_at TEXT
     )""",
     "CREATE INDEX generation_tries_lg ON generation_tries (lineage_id, generation)",
-    """CREATE TABLE plans (
-        id INTEGER PRIMARY KEY,
-        try_id INTEGER NOT NULL REFERENCES generation_tries(id),
-        lineage_id TEXT NOT NULL REFERENCES lineages(id),
-        generation INTEGER NOT NULL,
-        direction TEXT NOT NULL,
-        attempt INTEGER NOT NULL,
+    """CREATE TABLE plans (""" + _ATTEMPT_COLUMNS + """
         proposal TEXT,
         review TEXT,
         accepted INTEGER NOT NULL CHECK (accepted IN (0, 1)),
@@ -54,13 +57,7 @@ _V1 = [
         created_at TEXT NOT NULL
     )""",
     "CREATE INDEX plans_lg ON plans (lineage_id, generation)",
-    """CREATE TABLE candidates (
-        id INTEGER PRIMARY KEY,
-        try_id INTEGER NOT NULL REFERENCES generation_tries(id),
-        lineage_id TEXT NOT NULL REFERENCES lineages(id),
-        generation INTEGER NOT NULL,
-        direction TEXT NOT NULL,
-        attempt INTEGER NOT NULL,
+    """CREATE TABLE candidates (""" + _ATTEMPT_COLUMNS + """
         plan_id INTEGER REFERENCES plans(id),
         task_hash TEXT,
         accepted INTEGER NOT NULL CHECK (accepted IN (0, 1)),

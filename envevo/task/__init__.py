@@ -5,6 +5,7 @@ split into components, diff, and rewrite images for air-gapped hosts. No Harbor 
 only envevo.runtime talks to Harbor.
 """
 
+from envevo.task._args import existing_task_dirs, first_duplicate, load_task_args, tb1_import_pairs, unique_by_hash
 from envevo.task._components import COMPONENTS, Component, check_component, component_of
 from envevo.task._config import CURRENT_SCHEMA_VERSION
 from envevo.task._diff import ComponentDiff, FileChange, TaskDiff, diff_tasks
@@ -24,7 +25,7 @@ from envevo.task._images import (
     rewrite_images,
     task_images,
 )
-from envevo.task._load import expand_task_dirs, content_hash, detect_format, dir_hash, load_task, looks_like_task, save
+from envevo.task._load import content_hash, detect_format, dir_hash, expand_task_dirs, load_task, looks_like_task, save
 from envevo.task._model import Task
 
 __all__ = [
@@ -41,7 +42,10 @@ __all__ = [
     "TaskFile",
     "canonical_image",
     "expand_image_args",
+    "existing_task_dirs",
     "expand_task_dirs",
+    "first_duplicate",
+    "load_task_args",
     "check_component",
     "component_of",
     "content_hash",
@@ -53,6 +57,8 @@ __all__ = [
     "load_image_map",
     "load_task",
     "looks_like_task",
+    "tb1_import_pairs",
+    "unique_by_hash",
     "materialize",
     "parse_image_spec",
     "prepare_runnable",

@@ -200,7 +200,7 @@ def _environment_tables(config: dict[str, Any]) -> list[dict[str, Any]]:
     tables = [config.get("environment"), (config.get("verifier") or {}).get("environment")]
     for step in config.get("steps") or []:
         if isinstance(step, dict):
-            tables.append(((step.get("verifier") or {}).get("environment")))
+            tables.append((step.get("verifier") or {}).get("environment"))
     return [t for t in tables if isinstance(t, dict)]
 
 

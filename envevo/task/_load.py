@@ -21,7 +21,6 @@ from envevo.task._hash import hash_files
 from envevo.task._model import CONFIG_FILE, SourceFormat, Task
 from envevo.task._tb1 import convert_tb1
 
-
 # Every Harbor field has a default, so a dir with Harbor's layout but no task.toml is still a
 # Harbor task (with default settings); saving it writes the task.toml.
 _HARBOR_MARKERS = ("instruction.md", "environment", "tests", "steps")

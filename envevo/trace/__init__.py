@@ -1,16 +1,20 @@
 """ξ (scenario–skill trajectories), reference distributions p_T, D_T, and checks on edits of ξ.
 
-The corpus and llm estimators (`CorpusPrior`, `load_corpus`, `LLMPrior`) load lazily: they pull numpy, tokenizers
-and httpx, which most users of ξ never need.
+The corpus estimator (`CorpusPrior`, `load_corpus`) and the embedding helpers load lazily: they pull numpy, which
+most users of ξ never need. Estimators on higher floors (the llm estimator, the LLM engine's label prior) are
+reached through the lazy registry `ESTIMATORS`.
 """
 
+from envevo.trace._corpus_source import RunSource
 from envevo.trace._difficulty import Difficulty, ReferenceDistribution, difficulty
-from envevo.trace._estimators import ESTIMATORS, estimator, trace_of_task
+from envevo.trace._drift import DEFAULT_MAX_DRIFT, Drift, drift_reason, measure_drift
 from envevo.trace._edits import Direction, Effort, check_direction, check_effort, edit_spans
+from envevo.trace._estimators import ESTIMATORS, estimator, estimator_name, estimator_of, has_trace, trace_of_task
 from envevo.trace._model import Step, Trace
 
 _LAZY = {"CorpusPrior": "envevo.trace._corpus", "load_corpus": "envevo.trace._corpus",
-         "LLMPrior": "envevo.trace._llm_prior"}
+         "cache_dir": "envevo.trace._embed", "label_text": "envevo.trace._embed",
+         "default_model_dir": "envevo.trace._embed", "model_digest": "envevo.trace._embed"}
 
 
 def __getattr__(name: str):
@@ -23,19 +27,30 @@ def __getattr__(name: str):
 
 __all__ = [
     "CorpusPrior",
+    "DEFAULT_MAX_DRIFT",
     "Difficulty",
+    "Drift",
     "ESTIMATORS",
     "Direction",
     "Effort",
-    "LLMPrior",
+    "RunSource",
     "ReferenceDistribution",
     "Step",
     "Trace",
     "check_direction",
+    "cache_dir",
     "check_effort",
+    "default_model_dir",
     "difficulty",
+    "drift_reason",
     "edit_spans",
     "estimator",
+    "estimator_name",
+    "estimator_of",
+    "has_trace",
+    "label_text",
     "load_corpus",
+    "measure_drift",
+    "model_digest",
     "trace_of_task",
 ]

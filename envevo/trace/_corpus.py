@@ -1,8 +1,10 @@
 """The corpus estimator: p_T from how often scenarios and skills occur in a reference corpus of tasks.
 
 The corpus is what the user supplies: task dirs, folders of them (searched recursively), and RUN dirs of
-`envevo evolve` (every committed version). Each contributes its ξ: procedural tasks carry their exact chain, other
-tasks carry `[metadata.envevo].trace`, run versions their stored trace. Tasks without ξ are skipped and counted
+`envevo evolve` (every committed version). Runs are read through a `RunSource` the caller passes in (the store
+lives on a higher floor; `envevo.evolve.corpus_prior` passes the store-backed one). Each contributes its ξ:
+procedural tasks carry their exact chain, other tasks carry `[metadata.envevo].trace`, run versions their stored
+trace. Tasks without ξ are skipped and counted
 (extracting ξ with a model is not done here: it costs a model call per task; extract once, store the trace).
 The same task (same content hash) counted twice counts once.
 
@@ -57,6 +59,7 @@ from pathlib import Path
 import numpy as np
 
 from envevo.errors import UserError
+from envevo.trace._corpus_source import RunSource
 from envevo.trace._model import Trace
 
 LO, HI = 0.55, 0.85
@@ -91,7 +94,7 @@ class Corpus:
                 "and run versions count"]
 
 
-def _find(root: Path) -> tuple[list[Path], list[Path]]:
+def _find(root: Path, runs_source: RunSource | None) -> tuple[list[Path], list[Path]]:
     """Task dirs and run dirs at or below root (hidden dirs skipped, no descent into a task or run)."""
     from envevo.task import looks_like_task
 
@@ -99,7 +102,7 @@ def _find(root: Path) -> tuple[list[Path], list[Path]]:
     runs: list[Path] = []
     for dirpath, dirnames, _ in os.walk(root):
         here = Path(dirpath)
-        if (here / "store.sqlite").is_file():
+        if runs_source is not None and runs_source.is_run(here):
             runs.append(here)
             dirnames.clear()
         elif looks_like_task(here):
@@ -110,8 +113,8 @@ def _find(root: Path) -> tuple[list[Path], list[Path]]:
     return tasks, runs
 
 
-def load_corpus(paths: list[Path]) -> Corpus:
-    """Every ξ under the given task dirs, folders and RUN dirs."""
+def load_corpus(paths: list[Path], runs: RunSource | None = None) -> Corpus:
+    """Every ξ under the given task dirs, folders and (read through `runs`) RUN dirs."""
     from envevo.task import load_task
     from envevo.trace._estimators import trace_of_task
 
@@ -131,20 +134,17 @@ def load_corpus(paths: list[Path]) -> Corpus:
         root = Path(root).expanduser()
         if not root.is_dir():
             raise UserError(f"corpus {root} is not a directory; pass task dirs, a folder of task dirs or a RUN dir")
-        tasks, runs = _find(root)
-        if not tasks and not runs:
+        tasks, run_dirs = _find(root, runs)
+        if not tasks and not run_dirs:
             raise UserError(f"corpus {root} holds no task dir (task.toml or task.yaml) and no run (store.sqlite)")
-        for run in runs:
-            from envevo.store import LineageStore
-
-            with LineageStore.open(run, create=False) as store:
-                for v in store.versions():
-                    corpus.seen_tasks += 1
-                    where = f"{run}:{v.lineage_id}@{v.generation}"
-                    if v.trace is None:
-                        corpus.skipped.append((where, "stored without ξ"))
-                    else:
-                        add(v.trace, v.task_hash, where)
+        for run in run_dirs:
+            assert runs is not None  # _find reports runs only when it can read them
+            for where, trace, task_hash in runs.versions(run):
+                corpus.seen_tasks += 1
+                if trace is None:
+                    corpus.skipped.append((where, "stored without ξ"))
+                else:
+                    add(trace, task_hash, where)
         for path in tasks:
             corpus.seen_tasks += 1
             try:

@@ -32,7 +32,6 @@ import re
 import threading
 from collections import OrderedDict
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field

@@ -11,7 +11,7 @@ import asyncio
 from pathlib import Path
 
 from envevo.task import Task
-from envevo.trace._drift import Drift, drift_reason, measure_drift
+from envevo.trace import Drift, drift_reason, measure_drift
 from envevo.verify._verdict import VerifierReport
 
 

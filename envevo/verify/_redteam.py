@@ -8,10 +8,15 @@ it got and the trial dir.
 - reward above 0 → the exploit broke the task (fail);
 - reward 0, no reward, or a verifier error → the exploit was resisted (the tests were not fooled);
 - the sandbox never ran the exploit (a build or infrastructure failure) → inconclusive.
+
+Agent exploits (the LLM hacker) act in a sandbox of their own beside the pool (`attack_task`, holding the same
+gate) and replay their hack as a trial: judged the same way. Without a model they are skipped, and the report
+says why (a reason on a passing report).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
 import uuid
@@ -21,9 +26,7 @@ from envevo.runtime import ErrorKind, TrialOutcome, TrialSpec
 from envevo.task import Task, load_task
 from envevo.verify._evidence import quote, read_trial_logs
 from envevo.verify._verdict import VerifierReport
-from envevo.verify.exploits import exploit_names, get_exploit
-
-SCRIPTED_AGENT = "envevo.runtime._scripted_agent:ScriptedAgent"
+from envevo.verify.exploits import SCRIPTED_AGENT, AgentAttack, exploit_names, get_exploit
 _TRIAL = re.compile(r"__rt-([a-z0-9_]+)__")
 
 
@@ -67,6 +70,7 @@ class RedTeamVerifier:
         self.timeout_sec = timeout_sec
         self._plans: dict[Path, list[tuple[str, str | None]]] = {}  # task dir → [(exploit, script or None)]
         self._tasks: dict[Path, Task] = {}
+        self._attacks: dict[Path, list[AgentAttack]] = {}  # task dir → what its agent exploits did
 
     def _task(self, task_dir: Path) -> Task:
         key = Path(task_dir).resolve()
@@ -83,9 +87,24 @@ class RedTeamVerifier:
         if fresh or key not in self._plans:
             self._tasks.pop(key, None)
             task = self._task(key)
-            chosen = choose_exploits(task, self.exploits, self.sample)
+            # Agent exploits are outside the sample (which stays what it was before they existed): they run
+            # whenever a model is configured, on their own command budget.
+            scripted = [n for n in self.exploits if get_exploit(n).kind != "agent"]
+            agents = [n for n in self.exploits if get_exploit(n).kind == "agent"]
+            chosen = choose_exploits(task, scripted, self.sample) + agents
             self._plans[key] = [(n, get_exploit(n).script(task)) for n in chosen]
         return self._plans[key]
+
+    async def attack_task(self, task_dir: Path, env: str, trials_dir: Path, gate: asyncio.Semaphore) -> None:
+        """Run the planned agent exploits on a task (each holds `gate` while its sandbox runs); `judge_task` reads
+        what they did."""
+        key = Path(task_dir).resolve()
+        if not Path(task_dir, "task.toml").exists():
+            return
+        agents = [get_exploit(n) for n, _ in self.plan(task_dir) if get_exploit(n).kind == "agent"]
+        task = self._task(key)
+        self._attacks[key] = list(await asyncio.gather(
+            *(a.attack(task, key, env, Path(trials_dir), gate) for a in agents)))  # type: ignore[attr-defined]
 
     def trial_specs(self, task_dir: Path, env: str, trials_dir: Path) -> list[TrialSpec]:
         if not Path(task_dir, "task.toml").exists() and not Path(task_dir, "instruction.md").exists():
@@ -143,12 +162,40 @@ class RedTeamVerifier:
                                   + (f"\n  | … and {len(planted) - 12} more" if len(planted) > 12 else "") + "\n")
                                  if planted else "")
                               + quote(logs.test_stdout, 6))
+        skipped: list[str] = []
+        attacks = self._attacks.get(Path(task_dir).resolve(), []) if task_dir is not None else []
+        for attack in attacks:
+            _judge_attack(attack, tried, broken, unknown, skipped)
+        runs = runs + [a.outcome for a in attacks if a.outcome is not None]  # the replayed hacks, as evidence
         passed = not broken and not unknown
         reasons = broken + unknown
         if passed and tried:
             reasons = []
+        reasons += skipped
         return VerifierReport(name=self.name, passed=passed, inconclusive=bool(unknown) and not broken,
                               reasons=reasons, runs=runs)
+
+
+def _judge_attack(a: AgentAttack, tried: list[str], broken: list[str], unknown: list[str], skipped: list[str]) -> None:
+    if a.skipped:
+        skipped.append(f"{a.exploit}: skipped: {a.skipped}")
+        return
+    tried.append(a.exploit)
+    o = a.outcome
+    where = f" (logs: {o.trial_dir})" if o is not None and o.trial_dir else ""
+    if a.error:
+        unknown.append(f"{a.exploit}: inconclusive: {a.error}")
+    elif o is None:
+        return  # the agent found nothing worth replaying: resisted
+    elif o.error_kind in (ErrorKind.ENVIRONMENT_BUILD_FAILURE, ErrorKind.INFRASTRUCTURE_ERROR, ErrorKind.AGENT_TIMEOUT):
+        unknown.append(f"{a.exploit}: inconclusive: its hack never ran to the tests: {o.error_kind.value}: "
+                       f"{o.error_message or '(no message)'}{where}")
+    elif o.reward is not None and o.reward > 0:
+        planted = _planted(o)
+        broken.append(f"{a.exploit}: reward {o.reward} without solving the task{where}\n  hack: {a.summary}\n"
+                      + (f"  new rubric criterion: {a.criterion}\n" if a.criterion else "")
+                      + ("  planted:\n" + "\n".join(f"  | {p}" for p in planted[:12]) + "\n" if planted else "")
+                      + quote(read_trial_logs(o.trial_dir).test_stdout, 6))
 
 
 def _planted(o: TrialOutcome) -> list[str]:
@@ -164,4 +211,5 @@ def _planted(o: TrialOutcome) -> list[str]:
 
 def broken_by(report: VerifierReport) -> list[str]:
     """The exploits named in a red-team report's failures (not its inconclusive ones)."""
-    return [r.split(":", 1)[0] for r in report.reasons if not r.split(":", 1)[1].lstrip().startswith("inconclusive")]
+    return [r.split(":", 1)[0] for r in report.reasons
+            if not r.split(":", 1)[1].lstrip().startswith(("inconclusive", "skipped"))]

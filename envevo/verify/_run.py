@@ -48,7 +48,15 @@ async def verify_tasks(
 
     from envevo.runtime import run_trials  # imports Harbor: only when trials really run
 
-    outcomes = await run_trials([spec for _, _, spec in plan], concurrency=concurrency, retries=retries, on_done=done, gate=gate)
+    # One bound for the pool's trials and the agent exploits' sandboxes (the red team's LLM hacker).
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    gate = gate or asyncio.Semaphore(concurrency)
+    attacks = [v.attack_task(task_dir, env, trials_dir / name, gate)  # type: ignore[attr-defined]
+               for name, task_dir in tasks for v in verifiers if hasattr(v, "attack_task")]
+    outcomes, *_ = await asyncio.gather(
+        run_trials([spec for _, _, spec in plan], concurrency=concurrency, retries=retries, on_done=done, gate=gate),
+        *attacks)
 
     verdicts = []
     for i, (name, task_dir) in enumerate(tasks):

@@ -1,45 +1,32 @@
 """A local fake Anthropic Messages API for tests: scripted replies per envevo role, like `openai_server`.
 
-Serves `POST /v1/messages` (pydantic-ai calls the SDK's beta client, so the path carries `?beta=true`) and
-`GET /v1/models`. Every envevo role prompt starts with `envevo-role: <name>`; `Script` reads it from the
-request's top-level `system` (a string or a list of text blocks) and serves that role's next scripted reply.
-Answers are Anthropic message objects: `content` blocks (`text`, `tool_use`), `stop_reason` and `usage`
-{input_tokens, output_tokens}. A request with `"stream": true` (pydantic-ai streams behind the scenes when a
-model's default `max_tokens` is large and the client has a custom timeout, as envevo's does) gets the same
-message as server-sent events. Faults are replies too: an HTTP error with headers (429 + retry-after), a delay.
+A thin `tests.fakes.server.FakeServer` serving `POST /v1/messages` (pydantic-ai calls the SDK's beta client, so
+the path carries `?beta=true`) and `GET /v1/models`. Every envevo role prompt starts with `envevo-role: <name>`;
+`Script` reads it from the request's top-level `system` (a string or a list of text blocks) and serves that role's
+next scripted reply. Answers are Anthropic message objects: `content` blocks (`text`, `tool_use`), `stop_reason`
+and `usage` {input_tokens, output_tokens}. A request with `"stream": true` (pydantic-ai streams behind the scenes
+when a model's default `max_tokens` is large and the client has a custom timeout, as envevo's does) gets the same
+message as server-sent events (`encode`). Faults are replies too: an HTTP error with headers (429 + retry-after),
+a delay.
 """
 
 from __future__ import annotations
 
 import json
-import re
-import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
-MODEL = "fake-model"
+from tests.fakes import server
+from tests.fakes.server import MODEL, Handler, Rendered, Reply, Step, delayed, role_in
 
-
-@dataclass
-class Reply:
-    body: Any = None  # dict → JSON; str/bytes → sent as is
-    status: int = 200
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0
-
-
-Handler = Callable[[dict], Reply]
-Step = Reply | Callable[[dict], Reply]
+__all__ = ["INPUT_TOKENS", "MODEL", "OUTPUT_TOKENS", "FakeAnthropic", "Handler", "Reply", "Script", "Step",
+           "delayed", "error", "final", "role_of", "sse_events", "system_text", "text", "tool_results", "tool_use"]
 
 # Fixed so tests can assert exact metering: every scripted message reports these counts.
 INPUT_TOKENS = 1234
 OUTPUT_TOKENS = 56
 
 
-class _Message(Reply):
+class _Message(Rendered):
     """An assistant message; its id and model are filled in from the request it answers."""
 
     def __init__(self, content: list[dict], stop_reason: str, input_tokens: int = INPUT_TOKENS,
@@ -58,19 +45,20 @@ class _Message(Reply):
         return Reply(body=body, delay=self.delay)
 
 
-def tool_use(*calls: tuple[str, dict], input_tokens: int = INPUT_TOKENS, output_tokens: int = OUTPUT_TOKENS) -> Reply:
+def tool_use(*calls: tuple[str, dict], input_tokens: int = INPUT_TOKENS,
+             output_tokens: int = OUTPUT_TOKENS) -> Rendered:
     """One assistant turn calling tools."""
     blocks = [{"type": "tool_use", "id": f"toolu_{i}_{time.monotonic_ns()}", "name": name, "input": args}
               for i, (name, args) in enumerate(calls)]
     return _Message(blocks, "tool_use", input_tokens, output_tokens)
 
 
-def final(args: dict, **usage: int) -> Reply:
+def final(args: dict, **usage: int) -> Rendered:
     """The structured answer, through pydantic-ai's output tool."""
     return tool_use(("final_result", args), **usage)
 
 
-def text(content: str, stop_reason: str = "end_turn") -> Reply:
+def text(content: str, stop_reason: str = "end_turn") -> Rendered:
     return _Message([{"type": "text", "text": content}], stop_reason)
 
 
@@ -84,14 +72,6 @@ def error(status: int, message: str, headers: dict[str, str] | None = None) -> R
     return Reply(body=body, status=status, headers=headers or {})
 
 
-def delayed(reply: Reply, seconds: float) -> Reply:
-    reply.delay = seconds
-    return reply
-
-
-_ROLE = re.compile(r"envevo-role: ([a-z\-]+)")
-
-
 def system_text(request: dict) -> str:
     system = request.get("system")
     if isinstance(system, str):
@@ -102,8 +82,7 @@ def system_text(request: dict) -> str:
 
 
 def role_of(request: dict) -> str:
-    found = _ROLE.search(system_text(request))
-    return found.group(1) if found else "unknown"
+    return role_in(system_text(request)) or "unknown"
 
 
 def tool_results(request: dict) -> list[str]:
@@ -118,31 +97,11 @@ def tool_results(request: dict) -> list[str]:
     return out
 
 
-class Script:
-    """Scripted replies per role, served in order. A role that runs out answers 500 with a clear message."""
+class Script(server.Script):
+    """Scripted replies per role (read from the top-level `system`), served in order."""
 
-    def __init__(self, **roles: list[Step]):
-        self.queues: dict[str, list[Step]] = {k.replace("_", "-"): list(v) for k, v in roles.items()}
-        self.served: list[tuple[str, int]] = []
-        self._lock = threading.Lock()
-
-    def add(self, role: str, *steps: Step) -> None:
-        with self._lock:
-            self.queues.setdefault(role, []).extend(steps)
-
-    def remaining(self) -> dict[str, int]:
-        return {k: len(v) for k, v in self.queues.items() if v}
-
-    def __call__(self, request: dict) -> Reply:
-        role = role_of(request)
-        with self._lock:
-            queue = self.queues.get(role) or []
-            if not queue:
-                return error(500, f"fake server: the script has no reply left for role {role!r}")
-            step = queue.pop(0)
-            self.served.append((role, len(queue)))
-        reply = step(request) if callable(step) and not isinstance(step, Reply) else step
-        return reply.render(request) if isinstance(reply, _Message) else reply
+    role_of = staticmethod(role_of)
+    error = staticmethod(error)
 
 
 def sse_events(message: dict) -> list[tuple[str, dict]]:
@@ -169,79 +128,40 @@ def sse_events(message: dict) -> list[tuple[str, dict]]:
     return events
 
 
-class FakeAnthropic:
+class FakeAnthropic(server.ScriptedServer):
     """`with FakeAnthropic(script) as server:` then point a client at `server.url` (no `/v1`: the SDK adds it)."""
 
-    def __init__(self, handler: Handler, models: tuple[str, ...] = (MODEL,)):
-        self.handler = handler
-        self.models = models
-        self.requests: list[dict] = []
-        self.paths: list[str] = []
-        self.headers: list[dict[str, str]] = []
-        fake = self
+    role_of = staticmethod(role_of)
+    error = staticmethod(error)
 
-        class _H(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+    def get(self, path: str) -> Reply:
+        if path.split("?")[0].rstrip("/").endswith("/v1/models"):
+            data = [{"type": "model", "id": m, "display_name": m, "created_at": "2025-01-01T00:00:00Z"}
+                    for m in self.models]
+            return Reply(body={"data": data, "has_more": False, "first_id": data[0]["id"] if data else None,
+                               "last_id": data[-1]["id"] if data else None})
+        return error(404, f"no route {path}")
 
-            def log_message(self, *args):
-                pass
+    def post(self, path: str, request: dict) -> Reply:
+        if path.split("?")[0].rstrip("/") != "/v1/messages":
+            return error(404, f"no route {path}")
+        return self.handler(request)
 
-            def _send(self, reply: Reply, stream: bool = False) -> None:
-                if reply.delay:
-                    time.sleep(reply.delay)
-                body = reply.body
-                sse = stream and reply.status == 200 and isinstance(body, dict) and body.get("type") == "message"
-                if sse:
-                    data = "".join(f"event: {name}\ndata: {json.dumps(ev)}\n\n" for name, ev in sse_events(body)).encode()
-                else:
-                    data = body if isinstance(body, bytes) else (body if isinstance(body, str) else json.dumps(body)).encode()
-                try:
-                    self.send_response(reply.status)
-                    self.send_header("Content-Type", "text/event-stream" if sse else "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.send_header("request-id", f"req_{time.monotonic_ns()}")
-                    for k, v in reply.headers.items():
-                        self.send_header(k, v)
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
+    def encode(self, reply: Reply, request: dict | None) -> tuple[bytes, str]:
+        body = reply.body
+        streamed = bool((request or {}).get("stream")) and reply.status == 200
+        if streamed and isinstance(body, dict) and body.get("type") == "message":
+            events = "".join(f"event: {name}\ndata: {json.dumps(ev)}\n\n" for name, ev in sse_events(body))
+            return events.encode(), "text/event-stream"
+        return super().encode(reply, request)
 
-            def do_GET(self):  # noqa: N802
-                if self.path.split("?")[0].rstrip("/").endswith("/v1/models"):
-                    data = [{"type": "model", "id": m, "display_name": m, "created_at": "2025-01-01T00:00:00Z"}
-                            for m in fake.models]
-                    self._send(Reply(body={"data": data, "has_more": False, "first_id": data[0]["id"] if data else None,
-                                           "last_id": data[-1]["id"] if data else None}))
-                else:
-                    self._send(error(404, f"no route {self.path}"))
-
-            def do_POST(self):  # noqa: N802
-                length = int(self.headers.get("Content-Length") or 0)
-                request = json.loads(self.rfile.read(length) or b"{}")
-                fake.requests.append(request)
-                fake.paths.append(self.path)
-                fake.headers.append({k.lower(): v for k, v in self.headers.items()})
-                if self.path.split("?")[0].rstrip("/") != "/v1/messages":
-                    self._send(error(404, f"no route {self.path}"))
-                    return
-                self._send(fake.handler(request), stream=bool(request.get("stream")))
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _H)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+    def response_headers(self) -> dict[str, str]:
+        return {"request-id": f"req_{time.monotonic_ns()}"}
 
     @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+    def paths(self) -> list[str]:
+        return [r.path for r in self.received]
 
-    def __enter__(self) -> FakeAnthropic:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def roles(self) -> list[str]:
-        return [role_of(r) for r in self.requests]
+    @property
+    def headers(self) -> list[dict[str, str]]:
+        return [r.headers for r in self.received]

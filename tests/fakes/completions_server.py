@@ -7,15 +7,14 @@ So the label " csv file" after any prefix scores exactly −1.0 and " kerberos k
 
 `echo=False` makes /completions answer 400 like a chat-only endpoint; `zero_max_tokens=False` rejects
 `max_tokens: 0` like servers that need at least one generated token; `judgement` is the reply of the chat route;
-`fail_status` (e.g. 503) makes every route fail with that status and `retry-after: 0`.
+`fail_status` (e.g. 503) makes every route fail with that status and `retry-after: 0` (`FakeServer.fail`).
 """
 
 from __future__ import annotations
 
-import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.fakes.server import FakeServer, Reply
 
 COMMON = {"goal:", "the", "agent", "works", "in", "scenario:", "there", "it", "applies", "skill:", "csv", "file",
           "a", "directory", "grep", "sort", "list", "files", "count", "lines", "log"}
@@ -33,80 +32,47 @@ def toy_logprobs(prompt: str, common: set[str]) -> dict:
             "top_logprobs": [None] + [{t: lp} for t, lp in zip(tokens[1:], logprobs[1:], strict=True)]}
 
 
-class FakeCompletions:
+class FakeCompletions(FakeServer):
     """`with FakeCompletions() as server:` then point the estimator at `server.url`."""
+
+    url_path = "/v1"
 
     def __init__(self, *, echo: bool = True, zero_max_tokens: bool = True, judgement: str = '{"p": 0.25}',
                  common: set[str] | None = None, fail_status: int | None = None):
+        super().__init__()
         self.echo, self.zero_max_tokens, self.judgement = echo, zero_max_tokens, judgement
-        self.fail_status = fail_status
         self.common = COMMON if common is None else common
-        self.requests: list[tuple[str, dict]] = []
-        fake = self
+        if fail_status:
+            self.fail(fail_status, retry_after=0, message="overloaded")
 
-        class _H(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def _send(self, status: int, body: dict, headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_POST(self):  # noqa: N802
-                length = int(self.headers.get("Content-Length") or 0)
-                req = json.loads(self.rfile.read(length) or b"{}")
-                path = self.path.rstrip("/")
-                fake.requests.append((path, req))
-                if fake.fail_status:
-                    self._send(fake.fail_status, {"error": {"message": "overloaded"}}, {"retry-after": "0"})
-                elif path.endswith("/chat/completions"):
-                    msg = {"role": "assistant", "content": fake.judgement}
-                    self._send(200, {"id": "chat-1", "object": "chat.completion", "model": req.get("model"),
-                                     "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}]})
-                elif path.endswith("/completions"):
-                    if not fake.echo:
-                        self._send(400, {"error": {"message": "echo is not supported by this model"}})
-                    elif req.get("max_tokens") == 0 and not fake.zero_max_tokens:
-                        self._send(400, {"error": {"message": "max_tokens must be at least 1"}})
-                    else:
-                        prompt = req["prompt"]
-                        lp = toy_logprobs(prompt, fake.common)
-                        text = prompt
-                        if req.get("max_tokens"):  # one generated token, past the prompt
-                            lp["tokens"].append(" ok")
-                            lp["token_logprobs"].append(-0.1)
-                            lp["text_offset"].append(len(prompt))
-                            lp["top_logprobs"].append({" ok": -0.1})
-                            text += " ok"
-                        self._send(200, {"id": "cmpl-1", "object": "text_completion", "model": req.get("model"),
-                                         "choices": [{"index": 0, "text": text, "logprobs": lp,
-                                                      "finish_reason": "length"}]})
-                else:
-                    self._send(404, {"error": {"message": f"no route {self.path}"}})
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _H)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+    def post(self, path: str, request: dict) -> Reply:
+        route = path.rstrip("/")
+        if route.endswith("/chat/completions"):
+            msg = {"role": "assistant", "content": self.judgement}
+            return Reply(body={"id": "chat-1", "object": "chat.completion", "model": request.get("model"),
+                               "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}]})
+        if not route.endswith("/completions"):
+            return self.error(404, f"no route {path}")
+        if not self.echo:
+            return self.error(400, "echo is not supported by this model")
+        if request.get("max_tokens") == 0 and not self.zero_max_tokens:
+            return self.error(400, "max_tokens must be at least 1")
+        prompt = request["prompt"]
+        lp = toy_logprobs(prompt, self.common)
+        text = prompt
+        if request.get("max_tokens"):  # one generated token, past the prompt
+            lp["tokens"].append(" ok")
+            lp["token_logprobs"].append(-0.1)
+            lp["text_offset"].append(len(prompt))
+            lp["top_logprobs"].append({" ok": -0.1})
+            text += " ok"
+        return Reply(body={"id": "cmpl-1", "object": "text_completion", "model": request.get("model"),
+                           "choices": [{"index": 0, "text": text, "logprobs": lp, "finish_reason": "length"}]})
 
     @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+    def requests(self) -> list[tuple[str, dict]]:  # type: ignore[override]
+        """(path, request) per POST, the path without a trailing slash."""
+        return [(r.path.rstrip("/"), r.body) for r in self.received]
 
     def paths(self) -> list[str]:
         return [p.rsplit("/v1", 1)[-1] for p, _ in self.requests]
-
-    def __enter__(self) -> FakeCompletions:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._server.shutdown()
-        self._server.server_close()

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.fakes.openai_server import Script, final, tool_calls
+
 ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT / "examples" / "seeds" / "log-forensics"
 
@@ -149,3 +151,19 @@ def modifier_turns() -> list[list[tuple[str, dict]]]:
 
 MODIFIER_SUMMARY = {"summary": "solution/solve.sh: step 4 computes exfil_datasets and last_exfil_utc; "
                                "tests/test_outputs.py: expects both; instruction.md: documents both keys."}
+
+
+def openai_script(*, run_verifiers: bool = False) -> Script:
+    """One whole generation for the fake OpenAI server: ξ_E, a plan the Reviewer rejects as ambiguous and then
+    accepts clarified, the Modifier's turns (with a `run_verifiers` call before its summary if asked), and a judge
+    that passes the seed and the result."""
+    modifier = [tool_calls(*turn) for turn in modifier_turns()]
+    if run_verifiers:
+        modifier.append(tool_calls(("run_verifiers", {})))
+    return Script(**{
+        "proposer-extract": [final(extraction())],
+        "judge": [final(task_review()), final(task_review())],
+        "proposer-plan": [final(plan(clarified=False)), final(plan(clarified=True))],
+        "reviewer": [final(plan_review(accept=False)), final(plan_review(accept=True))],
+        "modifier": [*modifier, final(MODIFIER_SUMMARY)],
+    })

@@ -1,7 +1,7 @@
 """The LLM engine: Proposer, Reviewer and Modifier agents plus the rubric judge, on any model provider.
 
 Plugs into the generation loop as `--engine llm`. Model plumbing (config, retries, budgets, prompts,
-rubrics) lives in envevo.llm; this package holds the roles.
+rubrics) lives in envevo.llm; this package holds the roles and the Modifier's shell (a sandbox session).
 """
 
 from envevo.evolve.engines.llm._engine import LLMEngine, files_digest, trace_from_metadata
@@ -12,10 +12,13 @@ from envevo.evolve.engines.llm._modify import ModifierDone
 from envevo.evolve.engines.llm._prior import LabelPrior, familiar
 from envevo.evolve.engines.llm._propose import ComponentChanges, PlanDraft, StepLabel, plan_problems, snap
 from envevo.evolve.engines.llm._review import PlanReview
+from envevo.evolve.engines.llm._sandbox import CommandResult, ContainerShell, ShellError, ShellFacts, ShellSession
 from envevo.evolve.engines.llm._workspace import Workspace
 
 __all__ = [
+    "CommandResult",
     "ComponentChanges",
+    "ContainerShell",
     "Evidence",
     "ExtractedStep",
     "Extraction",
@@ -25,6 +28,9 @@ __all__ = [
     "PlanDraft",
     "PlanReview",
     "RubricJudge",
+    "ShellError",
+    "ShellFacts",
+    "ShellSession",
     "StepLabel",
     "TaskReview",
     "Workspace",

@@ -19,9 +19,9 @@ from envevo.evolve._engine import GenerationContext, Proposal, Review
 from envevo.evolve.engines.llm import _extract, _modify, _propose, _review
 from envevo.evolve.engines.llm._judge import RubricJudge
 from envevo.evolve.engines.llm._prior import LabelPrior
+from envevo.evolve.engines.llm._sandbox import ContainerShell
 from envevo.llm import (
     CandidateFailed,
-    ContainerShell,
     ExtractionFailed,
     LLMRuntime,
     PerLoop,

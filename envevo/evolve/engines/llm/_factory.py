@@ -7,7 +7,8 @@ from pathlib import Path
 
 from envevo.evolve.engines.llm._engine import LLMEngine
 from envevo.evolve.engines.llm._judge import RubricJudge
-from envevo.llm import PROJECT_RUBRIC, ContainerShell, LLMRuntime, LLMSettings, Rubric, UsageRecord, default_rubric, load_rubric
+from envevo.evolve.engines.llm._sandbox import ContainerShell
+from envevo.llm import PROJECT_RUBRIC, LLMRuntime, LLMSettings, Rubric, UsageRecord, default_rubric, load_rubric
 
 
 def task_rubric(settings: LLMSettings, extra: Sequence[Path] = ()) -> Rubric:

@@ -21,15 +21,12 @@ from pydantic import BaseModel, Field
 
 from envevo.errors import TaskError
 from envevo.evolve._engine import GenerationContext, Proposal
+from envevo.evolve.engines.llm._sandbox import ContainerShell, ShellError, ShellFacts, ShellSession
 from envevo.evolve.engines.llm._workspace import Workspace
 from envevo.llm import (
     CandidateFailed,
-    ContainerShell,
     LLMRuntime,
     RoleFailed,
-    ShellError,
-    ShellFacts,
-    ShellSession,
     load_prompt,
     render_trace,
 )

@@ -1,37 +1,36 @@
-"""The procedural engine: an offline scenario–skill catalog that composes, evolves and scores real Harbor tasks.
+"""The procedural engine: composes chains of the catalog (envevo.catalog) into real Harbor tasks and evolves them.
 
-Scenarios (where the agent works) and skills (what it applies) form a compatibility graph. A chain of
-typed (scenario, skill) blocks is a dependency pipeline: each step reads the previous step's output and
-looks its names up in its own scenario, and the last step writes the checked artifact. Because ξ is the
-chain itself, the three evolution directions are exact edits and D_T is exact under the catalog prior.
+It keeps only composition (a chain -> Dockerfile, fixture script, instruction, solve.sh, tests, task.toml) and the
+operators (the three evolution directions as exact edits of a chain), plus the engine that runs them offline.
+The catalog's names are re-exported here for the callers that reach them through the engine.
 """
 
-from envevo.evolve.engines.procedural._catalog import (
+from envevo.catalog import (
     GOAL_CATEGORIES,
     SCENARIOS,
     SKILLS,
     TOOLS,
-    compatible,
-    graph,
-    scenarios_for,
-    skills_for,
-)
-from envevo.evolve.engines.procedural._chain import Chain, ChainStep, chain_problems, derive_seed
-from envevo.evolve.engines.procedural._compose import (
+    Block,
+    CatalogPrior,
+    Chain,
+    ChainStep,
+    Kind,
     block_snippets,
     build_blocks,
     chain_from_task,
-    compose,
-    solve_script,
-    write_task,
+    chain_problems,
+    compatible,
+    derive_seed,
+    goal_categories,
+    graph,
+    random_chain,
+    scenarios_for,
+    skills_for,
 )
+from envevo.evolve.engines.procedural._compose import compose, solve_script, write_task
 from envevo.evolve.engines.procedural._engine import ProceduralEngine
-from envevo.evolve.engines.procedural._kinds import Kind
 from envevo.evolve.engines.procedural._operators import candidates, mutate
-from envevo.evolve.engines.procedural._prior import CatalogPrior
 from envevo.evolve.engines.procedural._quality import quality_check
-from envevo.evolve.engines.procedural._random import goal_categories, random_chain
-from envevo.evolve.engines.procedural._skill import Block
 
 __all__ = [
     "GOAL_CATEGORIES",

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from envevo.catalog import CatalogPrior, Chain, build_blocks, chain_from_task, chain_problems, derive_seed
 from envevo.evolve._engine import CriterionVerdict, GenerationContext, Proposal, Review
-from envevo.evolve.engines.procedural._chain import Chain, chain_problems, derive_seed
-from envevo.evolve.engines.procedural._compose import build_blocks, chain_from_task, compose
+from envevo.evolve.engines.procedural._compose import compose
 from envevo.evolve.engines.procedural._operators import mutate
-from envevo.evolve.engines.procedural._prior import CatalogPrior
 from envevo.task import Task
 from envevo.trace import Direction, Effort, Trace, check_direction, check_effort, edit_spans
 
@@ -38,7 +39,7 @@ class ProceduralEngine:
             return None
         before, after = chain.trace(), new.trace()
         d0, d1 = self.prior.difficulty(before), self.prior.difficulty(after)
-        edits = [{"op": tag, "before": [s.model_dump() for s in before.steps[i1:i2]],
+        edits: list[dict[str, Any]] = [{"op": tag, "before": [s.model_dump() for s in before.steps[i1:i2]],
                   "after": [s.model_dump() for s in after.steps[j1:j2]], "at": i1}
                  for tag, i1, i2, j1, j2 in edit_spans(before, after)]
         summary = (f"{Direction(direction).value}/{Effort(effort).value}: " +

@@ -16,10 +16,20 @@ import random
 from collections.abc import Iterator
 from difflib import SequenceMatcher
 
-from envevo.evolve.engines.procedural._catalog import SCENARIOS, SKILLS, compatible, scenarios_for, skills_for
-from envevo.evolve.engines.procedural._chain import Chain, ChainStep, derive_seed, pairs_problems
-from envevo.evolve.engines.procedural._kinds import Kind
-from envevo.evolve.engines.procedural._prior import CatalogPrior
+from envevo.catalog import (
+    SCENARIOS,
+    SKILLS,
+    CatalogPrior,
+    Chain,
+    ChainStep,
+    Kind,
+    build_blocks,
+    compatible,
+    derive_seed,
+    pairs_problems,
+    scenarios_for,
+    skills_for,
+)
 from envevo.trace import Direction, Effort, Step, Trace, check_direction, check_effort
 
 Pairs = list[tuple[str, str]]
@@ -115,7 +125,7 @@ def _proposals(chain: Chain, direction: Direction, effort: Effort, rng: random.R
     pairs = chain.pairs()
     base = _cost(prior, chain.goal, pairs)
     gen = _length(rng, pairs, effort) if direction is Direction.LENGTH else _swap(rng, pairs, effort, direction)
-    seen: set[tuple] = set()
+    seen: set[tuple[tuple[str, str], ...]] = set()
     out = []
     for new in gen:
         key = tuple(new)
@@ -177,8 +187,6 @@ def mutate(chain: Chain, direction: Direction | str, effort: Effort | str, rng: 
     The full checks (direction, effort, and that every block generates) run on the drawn candidate only;
     a failing draw is discarded and another one drawn, so the result stays a sample from the valid pool.
     """
-    from envevo.evolve.engines.procedural._compose import build_blocks
-
     direction, effort = Direction(direction), Effort(effort)
     old = chain.pairs()
     by_size: dict[int, list[tuple[Pairs, float]]] = {}
@@ -194,10 +202,10 @@ def mutate(chain: Chain, direction: Direction | str, effort: Effort | str, rng: 
             del by_size[size]
         if not _valid(chain, new_pairs, direction, effort):
             continue
-        new = apply_pairs(chain, new_pairs, rng)
+        edited = apply_pairs(chain, new_pairs, rng)
         try:
-            build_blocks(new)
+            build_blocks(edited)
         except RuntimeError:
             continue  # this combination cannot be generated meaningfully; draw another
-        return new
+        return edited
     return None

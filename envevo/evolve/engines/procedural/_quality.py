@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import Any
 
+from envevo.catalog import build_blocks, chain_from_task
 from envevo.task import Task
 
 _SECRET_NAMES = re.compile(r"(^|/)(solve\.sh|test\.sh|test_outputs\.py)$")
 
 
-def _checks(task: Task) -> list[dict] | None:
+def _checks(task: Task) -> list[dict[str, Any]] | None:
     try:
         tree = ast.parse(task.read_text("tests/test_outputs.py"))
     except Exception:
@@ -18,7 +20,8 @@ def _checks(task: Task) -> list[dict] | None:
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CHECKS" for t in node.targets):
             try:
-                return ast.literal_eval(node.value)
+                checks: list[dict[str, Any]] = ast.literal_eval(node.value)
+                return checks
             except ValueError:
                 return None
     return None
@@ -27,8 +30,6 @@ def _checks(task: Task) -> list[dict] | None:
 def quality_check(task: Task) -> list[str]:
     """Problems found (empty = fine): every produced file is named in the instruction, the image holds no
     solution or test files, and the tests compare real values for every produced file."""
-    from envevo.evolve.engines.procedural._compose import build_blocks, chain_from_task
-
     problems: list[str] = []
     try:
         blocks = build_blocks(chain_from_task(task))

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pprint
 import shlex
+from typing import Any
 
-from envevo.evolve.engines.procedural._kinds import OUTPUT_DIR, WORK_DIR
+from envevo.catalog import OUTPUT_DIR, WORK_DIR
 
 TEST_SH = """#!/bin/bash
 # Reward 1 only if every check in test_outputs.py passes. The tests run in a fresh verifier container
@@ -107,7 +108,7 @@ if __name__ == "__main__":
 '''
 
 
-def test_outputs(checks: list[dict]) -> str:
+def test_outputs(checks: list[dict[str, Any]]) -> str:
     body = pprint.pformat(checks, width=120, sort_dicts=False)
     return ('"""Checks every output this task asks for: each intermediate file and the final result, exactly."""\n\n'
             "import json\nimport os\nimport stat\nimport sys\n\n"
@@ -118,7 +119,7 @@ def _nested(path: str, outer: str) -> bool:
     return path == outer or path.startswith(outer.rstrip("/") + "/")
 
 
-def verifier_config(checks: list[dict]) -> tuple[list[str], list[dict]]:
+def verifier_config(checks: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, str]]]:
     """(artifacts, collect hooks) for task.toml: what the tests read from the agent's container.
 
     The step outputs travel as their two directories, /app/work and /app/output, which by the instruction hold

@@ -1,0 +1,122 @@
+"""Mutation rates per generation and component: the paper's Figure 4 quantities.
+
+For generation g ≥ 1 and component c, the rate is the fraction of lineages having a version at g whose
+component c changed from g−1 to g. The total mutation rate counts a lineage when any of instruction,
+environment or verification changed (the solution follows from those; config is bookkeeping).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from envevo.store import LineageStore
+
+#: Components reported, in order.
+RATE_COMPONENTS: tuple[str, ...] = ("instruction", "environment", "verification", "solution")
+#: Components whose change counts towards the total mutation rate.
+TOTAL_COMPONENTS: tuple[str, ...] = ("instruction", "environment", "verification")
+
+
+class Transition(BaseModel):
+    """One committed step g−1 → g of one lineage."""
+
+    run: str
+    lineage: str
+    generation: int
+    direction: str | None = None
+    mutated: frozenset[str] = frozenset()
+
+
+class Rates(BaseModel):
+    n: int = Field(description="lineages (transitions) counted")
+    rates: dict[str, float] = Field(description="component -> fraction mutated")
+    total: float = Field(description="fraction where instruction, environment or verification changed")
+
+
+class GenerationRates(Rates):
+    generation: int
+
+
+class DirectionRates(Rates):
+    direction: str
+
+
+class MutationStats(BaseModel):
+    runs: list[str]
+    lineages: int
+    generations: list[GenerationRates] = Field(description="one row per generation g ≥ 1 that any lineage reached")
+    mean: dict[str, float | None] = Field(description="per-component rate averaged over generations")
+    mean_total: float | None = None
+    by_direction: list[DirectionRates] = Field(default_factory=list, description="pooled over generations")
+
+
+def _rates(group: Sequence[Transition]) -> tuple[dict[str, float], float]:
+    n = len(group)
+    rates = {c: sum(c in t.mutated for t in group) / n for c in RATE_COMPONENTS}
+    total = sum(any(c in t.mutated for c in TOTAL_COMPONENTS) for t in group) / n
+    return rates, total
+
+
+def rates_of(transitions: Iterable[Transition], runs: Sequence[str] = ()) -> MutationStats:
+    """Mutation rates of a set of transitions (pure; :func:`mutation_rates` reads them from stores)."""
+    items = list(transitions)
+    by_gen: dict[int, list[Transition]] = defaultdict(list)
+    by_dir: dict[str, list[Transition]] = defaultdict(list)
+    for t in items:
+        by_gen[t.generation].append(t)
+        if t.direction:
+            by_dir[t.direction].append(t)
+    generations = []
+    for g in sorted(by_gen):
+        rates, total = _rates(by_gen[g])
+        generations.append(GenerationRates(generation=g, n=len(by_gen[g]), rates=rates, total=total))
+    directions = []
+    for d in sorted(by_dir):
+        rates, total = _rates(by_dir[d])
+        directions.append(DirectionRates(direction=d, n=len(by_dir[d]), rates=rates, total=total))
+    if generations:
+        mean: dict[str, float | None] = {
+            c: sum(g.rates[c] for g in generations) / len(generations) for c in RATE_COMPONENTS
+        }
+        mean_total: float | None = sum(g.total for g in generations) / len(generations)
+    else:
+        mean, mean_total = dict.fromkeys(RATE_COMPONENTS), None
+    return MutationStats(
+        runs=list(runs),
+        lineages=len({(t.run, t.lineage) for t in items}),
+        generations=generations,
+        mean=mean,
+        mean_total=mean_total,
+        by_direction=directions,
+    )
+
+
+def transitions(store: LineageStore) -> list[Transition]:
+    run = str(store.run_dir)
+    return [
+        Transition(
+            run=run, lineage=v.lineage_id, generation=v.generation, direction=v.direction, mutated=frozenset(v.mutated)
+        )
+        for v in store.versions()
+        if v.generation >= 1
+    ]
+
+
+def mutation_rates(runs: Iterable[LineageStore | str | os.PathLike[str]]) -> MutationStats:
+    """Mutation rates across the lineages of one or more runs (stores, or RUN_DIR paths)."""
+    collected: list[Transition] = []
+    names: list[str] = []
+    for run in runs:
+        if isinstance(run, LineageStore):
+            collected.extend(transitions(run))
+            names.append(str(run.run_dir))
+        else:
+            with LineageStore.open(Path(run), create=False) as store:
+                collected.extend(transitions(store))
+                names.append(str(store.run_dir))
+    return rates_of(collected, names)

@@ -1,0 +1,64 @@
+"""The catalog: the procedural engine's shared domain data.
+
+Scenarios (where the agent works) and skills (what it applies) form a compatibility graph. A chain of typed
+(scenario, skill) blocks is a dependency pipeline: each step reads the previous step's output and looks its names
+up in its own scenario, and the last step writes the checked artifact. A chain is ξ made concrete, so D_T is exact
+under the catalog prior. Blocks carry typed fixture operations that `_fixture_runner.py` performs in the image build.
+
+This package sits below envevo.trace: it imports only envevo.task and envevo.errors. The ξ and D_T value types
+(Step, Trace, Difficulty, difficulty) live here for that reason and are re-exported by envevo.trace.
+"""
+
+from envevo.catalog._blocks import CHAIN_ENGINE, block_snippets, build_blocks, chain_from_task
+from envevo.catalog._chain import Chain, ChainStep, chain_problems, derive_seed, fits_at, in_kinds, pairs_problems
+from envevo.catalog._fixtures import Op, fixture_script
+from envevo.catalog._goals import GOAL_CATEGORIES, category_of, goal_text
+from envevo.catalog._graph import SCENARIOS, SKILLS, TOOLS, compatible, graph, scenarios_for, skills_for
+from envevo.catalog._kinds import KEYED, OUTPUT_DIR, WORK_DIR, Kind
+from envevo.catalog._prior import UNKNOWN_P, CatalogPrior
+from envevo.catalog._random import goal_categories, random_chain
+from envevo.catalog._xi import Difficulty, Step, Trace, difficulty
+from envevo.catalog.scenarios import CAPABILITIES, Scenario
+from envevo.catalog.skills import Block, Skill
+
+__all__ = [
+    "CAPABILITIES",
+    "CHAIN_ENGINE",
+    "GOAL_CATEGORIES",
+    "KEYED",
+    "OUTPUT_DIR",
+    "SCENARIOS",
+    "SKILLS",
+    "TOOLS",
+    "UNKNOWN_P",
+    "WORK_DIR",
+    "Block",
+    "CatalogPrior",
+    "Chain",
+    "ChainStep",
+    "Difficulty",
+    "Kind",
+    "Op",
+    "Scenario",
+    "Skill",
+    "Step",
+    "Trace",
+    "block_snippets",
+    "build_blocks",
+    "category_of",
+    "chain_from_task",
+    "chain_problems",
+    "compatible",
+    "derive_seed",
+    "difficulty",
+    "fits_at",
+    "fixture_script",
+    "goal_categories",
+    "goal_text",
+    "graph",
+    "in_kinds",
+    "pairs_problems",
+    "random_chain",
+    "scenarios_for",
+    "skills_for",
+]

@@ -1,0 +1,114 @@
+"""Chains: ordered (scenario, skill, seed) steps that type-check as a dependency pipeline.
+
+A chain is ξ made concrete: its steps are exactly the pairs (σ_{t−1}, κ_t), so every evolution direction is
+an exact edit of `steps`, and D_T is exact. Each step keeps its own seed, so unrelated edits leave a
+step's draw alone; new steps get seeds derived from the chain seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from pydantic import BaseModel, ConfigDict, computed_field
+
+from envevo.catalog._graph import SCENARIOS, SKILLS, compatible
+from envevo.catalog._kinds import Kind
+from envevo.catalog._xi import Step, Trace
+
+
+class ChainStep(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    scenario: str
+    skill: str
+    seed: int
+
+
+class Chain(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    goal: str
+    category: str
+    seed: int
+    steps: tuple[ChainStep, ...]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def final(self) -> str:
+        """σL: where the checked artifact lands (the kind of report the last step writes)."""
+        if not self.steps or self.steps[-1].skill not in SKILLS:
+            return "report"
+        return f"report:{SKILLS[self.steps[-1].skill].out.value}"
+
+    @property
+    def L(self) -> int:  # noqa: N802 - the paper's name
+        return len(self.steps)
+
+    def pairs(self) -> list[tuple[str, str]]:
+        return [(s.scenario, s.skill) for s in self.steps]
+
+    def trace(self) -> Trace:
+        return Trace(goal=self.goal, steps=tuple(Step(scenario=s.scenario, skill=s.skill) for s in self.steps), final=self.final)
+
+    def with_steps(self, steps) -> Chain:
+        return self.model_copy(update={"steps": tuple(steps)})
+
+    def digest(self) -> str:
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+
+
+def derive_seed(*parts: object) -> int:
+    """A stable 31-bit seed from any parts (never Python's salted hash)."""
+    return int.from_bytes(hashlib.sha256("|".join(map(str, parts)).encode()).digest()[:4], "big") & 0x7FFFFFFF
+
+
+def in_kinds(chain: Chain) -> list[Kind]:
+    kinds, prev = [], Kind.NONE
+    for s in chain.steps:
+        kinds.append(prev)
+        prev = SKILLS[s.skill].out if s.skill in SKILLS else Kind.NONE
+    return kinds
+
+
+def fits_at(pairs: list[tuple[str, str]], i: int) -> bool:
+    """Whether pair i type-checks against its neighbours (reads what i−1 writes; i+1 can read what i writes)."""
+    sc, sk = pairs[i]
+    if not compatible(sc, sk):
+        return False
+    skill = SKILLS[sk]
+    prev = Kind.NONE if i == 0 else SKILLS[pairs[i - 1][1]].out
+    if prev not in skill.accepts:
+        return False
+    if i + 1 < len(pairs) and skill.out not in SKILLS[pairs[i + 1][1]].accepts:
+        return False
+    return True
+
+
+def pairs_problems(pairs: list[tuple[str, str]]) -> list[str]:
+    problems = []
+    if not pairs:
+        return ["a chain needs at least one step"]
+    for i, (sc, sk) in enumerate(pairs):
+        if sc not in SCENARIOS:
+            problems.append(f"step {i + 1}: unknown scenario {sc!r}")
+        elif sk not in SKILLS:
+            problems.append(f"step {i + 1}: unknown skill {sk!r}")
+        elif not compatible(sc, sk):
+            problems.append(f"step {i + 1}: skill {sk} does not apply to scenario {sc}")
+    if problems:
+        return problems
+    for i in range(len(pairs)):
+        prev = Kind.NONE if i == 0 else SKILLS[pairs[i - 1][1]].out
+        if prev not in SKILLS[pairs[i][1]].accepts:
+            problems.append(f"step {i + 1}: {pairs[i][1]} cannot read {prev.value} output")
+    scen = [sc for sc, _ in pairs]
+    if len(set(scen)) != len(scen):
+        problems.append("a scenario appears twice (each step works in its own place)")
+    if len(set(pairs)) != len(pairs):
+        problems.append("duplicate step")
+    return problems
+
+
+def chain_problems(chain: Chain) -> list[str]:
+    """Why this chain is not a valid dependency pipeline; empty when it is."""
+    return pairs_problems(chain.pairs())

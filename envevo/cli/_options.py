@@ -1,0 +1,74 @@
+"""Options shared by several commands, declared once as `Annotated` aliases.
+
+Defaults come from the library's config models where one exists, so a default is typed once. Meanings are the
+same on every command: `--concurrency` is sandbox trials at once, `--lineages` lineages at once, `--model` a
+model in the one grammar of docs/llm.md (PROVIDER:NAME). Help is rendered without Rich markup (see
+`_common.sub_app`), so brackets such as `[llm]` print as written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from envevo.evolve import EvolveConfig
+
+SANDBOX = "Sandbox"
+LLM = "LLM (--engine llm and other model options)"
+OUTPUT = "Output"
+# The one model grammar of envevo.llm.normalize_model (written here so that help does not load the model clients).
+MODEL_HELP = ("PROVIDER:NAME, e.g. openai:gpt-4.1, anthropic:claude-sonnet-4-5; with --base-url, the served name "
+              "(e.g. Qwen/Qwen3-32B). See docs/llm.md.")
+
+
+# ---- output -------------------------------------------------------------------------------------------
+Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout (progress and notes go to "
+                                    "stderr).", rich_help_panel=OUTPUT)]
+Force = Annotated[bool, typer.Option("--force", help="Replace the destination if it already exists.")]
+
+
+def out_option(help: str) -> typer.models.OptionInfo:  # noqa: A002 (typer's own name)
+    """`--out`: what it names differs per command (a run dir, a file, a folder), so each gives its help."""
+    return typer.Option("--out", help=help, rich_help_panel=OUTPUT)
+
+
+# ---- runs and lineages ------------------------------------------------------------------------------------
+RunArg = Annotated[Path, typer.Argument(help="Run dir: the --out of `envevo evolve`.")]
+LineageFilter = Annotated[str | None, typer.Option("--lineage", help="Only this lineage (its id, as listed by "
+                                                   "`envevo lineage show`).")]
+Seed = Annotated[int, typer.Option("--seed", help="Random seed: the same seed gives the same result.")]
+Generations = Annotated[int, typer.Option("--generations", min=1, help=EvolveConfig.model_fields["generations"]
+                                          .description or "Generations per lineage.")]
+Lineages = Annotated[int, typer.Option("--lineages", min=1, help="Lineages evolving at once.")]
+
+# ---- sandbox ------------------------------------------------------------------------------------------
+Env = Annotated[str, typer.Option("--env", help="podman or docker (envevo's local sandbox), harbor:podman for "
+                                  "Harbor's own, a cloud environment (daytona, modal, e2b, …) or pkg.mod:Class.",
+                                  rich_help_panel=SANDBOX)]
+Concurrency = Annotated[int, typer.Option("--concurrency", min=1, help="Sandbox trials running at once.",
+                                          rich_help_panel=SANDBOX)]
+Repeats = Annotated[int, typer.Option("--repeats", min=1, help="Oracle runs per task; all must reach reward 1.0.",
+                                      rich_help_panel=SANDBOX)]
+RedTeam = Annotated[str, typer.Option("--red-team", help="Exploit agents (reward forgery, runner hijack, tool "
+                                      "shadowing, output guessing, peeking) must all score 0: on, off, or sample:N.",
+                                      rich_help_panel=SANDBOX)]
+ImageMapOpt = Annotated[list[str], typer.Option("--image-map", help="Rewrite a base image, e.g. "
+                                                "ubuntu:24.04=registry.local/ubuntu:24.04 (repeatable).",
+                                                rich_help_panel=SANDBOX)]
+ImagesConfig = Annotated[Path | None, typer.Option("--config", help="envevo.toml with an [images] table "
+                                                   "(default: ./envevo.toml if present).", rich_help_panel=SANDBOX)]
+
+# ---- models ---------------------------------------------------------------------------------------------
+Model = Annotated[str | None, typer.Option("--model", help=f"The model: {MODEL_HELP}", rich_help_panel=LLM)]
+BaseUrl = Annotated[str | None, typer.Option("--base-url", help="An OpenAI-compatible endpoint (vLLM, SGLang, a "
+                                             "proxy), e.g. http://localhost:8000/v1.", rich_help_panel=LLM)]
+ApiKeyEnv = Annotated[str | None, typer.Option("--api-key-env", metavar="NAME", help="Environment variable holding "
+                                               "the API key (default: the provider's own, OPENAI_API_KEY or "
+                                               "ANTHROPIC_API_KEY; any value, e.g. EMPTY, for a server without auth).",
+                                               rich_help_panel=LLM)]
+LLMConfigFile = Annotated[Path | None, typer.Option("--llm-config", help="A TOML file with an [llm] table "
+                                                    "(default ./envevo.toml if present).", rich_help_panel=LLM)]
+RoleModel = Annotated[list[str], typer.Option("--role-model", help="ROLE=PROVIDER:NAME for one role (proposer, "
+                                              "reviewer, modifier, judge); repeatable.", rich_help_panel=LLM)]

@@ -1,0 +1,47 @@
+"""A run's settings on disk: a new run stores its EvolveConfig; `--resume` continues with the stored one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from envevo.errors import UserError
+from envevo.evolve._config import EvolveConfig
+
+if TYPE_CHECKING:
+    from envevo.store import LineageStore
+
+#: What a resume may change: how far and how fast a run goes, where it verifies, and the drift bound.
+RESUME_MAY_CHANGE = ("generations", "trial_concurrency", "lineage_concurrency", "env", "max_drift")
+
+
+def open_run(out_dir: Path, given: EvolveConfig, *, resume: bool) -> tuple[LineageStore, EvolveConfig]:
+    """The run store at `out_dir` (created if new) and the settings the run goes on with."""
+    from envevo.store import LineageStore, RunPaths
+
+    paths = RunPaths(run_dir=out_dir)
+    if out_dir.exists() and not resume and any(out_dir.iterdir()) and not paths.db.exists():
+        raise UserError(f"{out_dir} exists and is not an envevo run; choose another --out")
+    store = LineageStore.open(out_dir, create=True)
+    try:
+        return store, settle_run_config(store, given, resume=resume)
+    except BaseException:
+        store.close()
+        raise
+
+
+def settle_run_config(store: LineageStore, given: EvolveConfig, *, resume: bool) -> EvolveConfig:
+    """New settings are stored; a resume keeps the stored ones, with `RESUME_MAY_CHANGE` taken from `given`."""
+    stored = store.run_config()
+    if stored is None:
+        store.set_run_config(given.model_dump(mode="json"))
+        return given
+    if not resume:
+        raise UserError(f"{store.run_dir} already holds a run: pass --resume to continue it, or choose another --out")
+    old = EvolveConfig(**stored)
+    clash = old.resumable_with(given)
+    if clash:
+        raise UserError(f"--resume with different settings ({'; '.join(clash)}); drop them or use another --out")
+    merged = old.model_copy(update={k: getattr(given, k) for k in RESUME_MAY_CHANGE})
+    store.set_run_config(merged.model_dump(mode="json"))
+    return merged

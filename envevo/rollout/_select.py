@@ -1,0 +1,87 @@
+"""The paper's seed filter: keep tasks that are hard for an agent (few passes, many turns) and sound (oracle and
+invalid-test pass); the kept tasks are copied to `OUT/tasks/`, the decision per task to `OUT/selection.json`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from envevo.errors import UserError
+from envevo.rollout._run import dir_targets
+from envevo.rollout._stats import RolloutSummary, summarize
+from envevo.task import expand_task_dirs
+
+
+def parse_fraction(text: str) -> float:
+    """'4/8' or '0.5' as a number; a UserError naming --max-pass otherwise."""
+    try:
+        a, b = text.split("/") if "/" in text else (text, "1")
+        value = float(a) / float(b)
+    except (ValueError, ZeroDivisionError):
+        raise UserError(f"--max-pass {text!r} is not a fraction like 4/8") from None
+    return value
+
+
+def rollout_reasons(summary: RolloutSummary, max_pass: float, min_turns: float) -> list[str]:
+    """Why a task's rollouts rule it out as a seed (empty: it is hard enough)."""
+    if summary.n == 0 or summary.pass_rate is None:
+        return ["no rollouts recorded; run `envevo rollout TASK --store RUN` first"]
+    reasons = []
+    if summary.pass_rate > max_pass + 1e-9:
+        reasons.append(f"too easy: passed {summary.label} > {max_pass:.3g}")
+    turns = summary.mean_turns
+    if turns is None:
+        reasons.append("the agent reported no turn counts")
+    elif turns < min_turns:
+        reasons.append(f"too short: {turns:.1f} mean turns < {min_turns:g}")
+    return reasons
+
+
+def select_seeds(tasks: list[Path], rollouts_run: Path, out_dir: Path, *, max_pass: str = "4/8", min_turns: float = 30,
+                 agent: str | None = None, verify: bool = True, env: str = "podman", concurrency: int = 3,
+                 notify: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Select seeds among `tasks` by the rollouts stored in `rollouts_run`; returns the selection.json document."""
+    from envevo.store import LineageStore
+
+    limit = parse_fraction(max_pass)
+    targets = dir_targets(expand_task_dirs(tasks))
+    with LineageStore.open(rollouts_run, create=False) as store:
+        rows = {t.task_hash: store.rollouts(t.task_hash) for t in targets}
+    agents = sorted({(r.agent, r.model) for rs in rows.values() for r in rs if agent is None or r.agent == agent})
+    if len(agents) > 1:
+        several = ", ".join(f"{a}/{m}" for a, m in agents)
+        raise UserError(f"{rollouts_run} holds rollouts of several agents ({several}); pick one with --agent")
+    results: list[dict[str, Any]] = []
+    for t in targets:
+        s = summarize(t.name, [r for r in rows[t.task_hash] if (r.agent, r.model) in agents], task_hash=t.task_hash,
+                      agent=agents[0][0] if agents else (agent or "-"), model=agents[0][1] if agents else None,
+                      simulated=any(r.simulated for r in rows[t.task_hash]))
+        results.append({"task": t.name, "path": str(t.task_dir), "summary": s, "reasons": rollout_reasons(s, limit, min_turns)})
+    if verify and (survivors := [r for r in results if not r["reasons"]]):
+        from envevo.sandbox import preflight
+        from envevo.verify import verify_tasks
+
+        preflight(env, notify)
+        jobs = (out_dir / "_verify").resolve()
+        verdicts = asyncio.run(verify_tasks([(r["task"].replace("/", "__"), Path(r["path"])) for r in survivors], jobs,
+                                            env=env, concurrency=concurrency))
+        for r, v in zip(survivors, verdicts, strict=True):
+            r["reasons"] += [f"verifier: {x}" for x in v.reasons] if not v.ok else []
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "tasks").mkdir(exist_ok=True)
+    for r in results:
+        if not r["reasons"]:
+            dest = out_dir / "tasks" / Path(r["path"]).name
+            if not dest.exists():
+                shutil.copytree(r["path"], dest, symlinks=True)
+    doc = {"max_pass": max_pass, "min_turns": min_turns, "verified": verify, "rollouts": str(rollouts_run),
+           "selected": [r["path"] for r in results if not r["reasons"]],
+           "tasks": [{"task": r["task"], "path": r["path"], "selected": not r["reasons"], "reasons": r["reasons"],
+                      **r["summary"].model_dump(include={"agent", "model", "simulated", "n", "passes", "pass_rate", "mean_turns"})}
+                     for r in results]}
+    (out_dir / "selection.json").write_text(json.dumps(doc, indent=2))
+    return doc

@@ -1,0 +1,57 @@
+"""The export the RL trainers' adapters load: a Harbor dataset folder of a run's lineages plus a Parquet index
+that maps every environment back to its lineage and generation (the curriculum's order).
+
+The dataset folder itself is the store's Harbor export (``envevo.store.export_harbor``); this module adds what
+only a trainer needs, so it sits with the schedulers and adapters that read it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the store loads when an export runs, not with the schedulers
+    from envevo.store import LineageStore
+
+RL_INDEX = "index.parquet"
+
+
+def export_rl(
+    store: LineageStore, out_dir: str | os.PathLike[str], *, lineage_id: str | None = None, overwrite: bool = False
+) -> tuple[list[Path], Path]:
+    """What the RL trainers' adapters load: a Harbor dataset folder `OUT/tasks/` and `OUT/index.parquet`.
+
+    One index row per committed version: `env_id` (its dataset name), `lineage`, `generation`, `version` (the
+    content hash), `D_T`, `task_dir` (inside OUT/tasks) and `extra_info` {index, env_id, lineage, generation},
+    the struct verl copies into every rollout so results map back to environments.
+    """
+    from envevo.store import StoreError, export_harbor, flat_rows
+
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise StoreError("the rl export needs pyarrow: run `pip install pyarrow`") from None
+    out = Path(out_dir).expanduser().absolute()
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise StoreError(f"cannot export to {out}: it exists and is not empty; choose a new path or pass --force")
+    paths = export_harbor(store, out / "tasks", lineage_id=lineage_id, overwrite=overwrite)
+    rows = flat_rows(store, lineage_id)
+    table = pa.table({
+        "env_id": [r["export_name"] for r in rows],
+        "lineage": [r["lineage"] for r in rows],
+        "generation": pa.array([r["generation"] for r in rows], pa.int64()),
+        "version": [r["task_hash"] for r in rows],
+        "D_T": pa.array([r["D_T"] for r in rows], pa.float64()),
+        "task_dir": [str(out / "tasks" / r["export_name"]) for r in rows],
+        "extra_info": [
+            {"index": i, "env_id": r["export_name"], "lineage": r["lineage"], "generation": r["generation"]}
+            for i, r in enumerate(rows)
+        ],
+    })
+    index = out / RL_INDEX
+    tmp = index.with_suffix(".parquet.tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, index)  # the index appears whole or not at all
+    return paths, index

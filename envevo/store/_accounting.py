@@ -1,0 +1,110 @@
+"""Accounting: rollouts of agents on task versions, and the tokens and cost of every LLM call."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from envevo.store._base import StoreBase
+from envevo.store._encode import now
+from envevo.store._models import Rollout, Usage, UsageTotal
+
+
+class Accounting(StoreBase):
+    def add_rollout(
+        self,
+        task_hash: str,
+        agent: str,
+        k: int,
+        *,
+        model: str | None = None,
+        reward: float | None = None,
+        turns: int | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        cost_usd: float | None = None,
+        duration_s: float | None = None,
+        error_kind: str | None = None,
+        simulated: bool = False,
+        trial_dir: str | os.PathLike[str] | None = None,
+    ) -> int:
+        """Record rollout ``k`` of ``agent``/``model`` on a task version; re-recording the same k replaces it."""
+        return self._db.insert(
+            "INSERT INTO rollouts (task_hash, agent, model, k, reward, turns, input_tokens, output_tokens, cost_usd, "
+            "duration_s, error_kind, simulated, trial_dir, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (task_hash, agent, model, k) DO UPDATE SET reward = excluded.reward, turns = excluded.turns, "
+            "input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens, cost_usd = excluded.cost_usd, "
+            "duration_s = excluded.duration_s, error_kind = excluded.error_kind, simulated = excluded.simulated, "
+            "trial_dir = excluded.trial_dir, created_at = excluded.created_at RETURNING id",
+            (
+                task_hash,
+                agent,
+                model or "",  # '' when there is none, so (task, agent, model, k) is a real key
+                k,
+                reward,
+                turns,
+                input_tokens,
+                output_tokens,
+                cost_usd,
+                duration_s,
+                None if error_kind is None else str(error_kind),
+                int(simulated),
+                None if trial_dir is None else str(trial_dir),
+                now(),
+            ),
+        )
+
+    def rollouts(
+        self, task_hash: str | None = None, *, agent: str | None = None, model: str | None = None
+    ) -> list[Rollout]:
+        where: list[str] = []
+        params: list[Any] = []
+        for col, val in (("task_hash", task_hash), ("agent", agent), ("model", model)):
+            if val is not None:
+                where.append(f"{col} = ?")
+                params.append(val)
+        sql = (
+            "SELECT * FROM rollouts"
+            + (f" WHERE {' AND '.join(where)}" if where else "")
+            + " ORDER BY task_hash, agent, model, k"
+        )
+        return [
+            Rollout(**{**dict(r), "model": r["model"] or None, "simulated": bool(r["simulated"])})
+            for r in self._rows(sql, params)
+        ]
+
+    def add_usage(
+        self,
+        role: str,
+        *,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        model: str | None = None,
+        cost_usd: float | None = None,
+        lineage_id: str | None = None,
+        generation: int | None = None,
+    ) -> int:
+        """Record the tokens (and cost) one LLM role spent, optionally attributed to a lineage generation."""
+        return self._db.insert(
+            "INSERT INTO usage (lineage_id, generation, role, model, input_tokens, output_tokens, cost_usd, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            (lineage_id, generation, role, model, input_tokens, output_tokens, cost_usd, now()),
+            missing=f"run {self.run_dir} has no lineage {lineage_id!r}",
+        )
+
+    def usage(self, lineage_id: str | None = None) -> list[Usage]:
+        if lineage_id is None:
+            rows = self._rows("SELECT * FROM usage ORDER BY id")
+        else:
+            rows = self._rows("SELECT * FROM usage WHERE lineage_id = ? ORDER BY id", (lineage_id,))
+        return [Usage(**dict(r)) for r in rows]
+
+    def usage_totals(self, lineage_id: str | None = None) -> list[UsageTotal]:
+        """Tokens and cost per (role, model); cost is None when no call of the group reported one."""
+        where, params = ("WHERE lineage_id = ?", (lineage_id,)) if lineage_id is not None else ("", ())
+        rows = self._rows(
+            "SELECT role, model, COUNT(*) AS calls, SUM(input_tokens) AS input_tokens, SUM(output_tokens) AS output_tokens, "
+            f"SUM(cost_usd) AS cost_usd FROM usage {where} GROUP BY role, model ORDER BY role, model",
+            params,
+        )
+        return [UsageTotal(**dict(r)) for r in rows]

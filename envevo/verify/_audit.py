@@ -1,0 +1,83 @@
+"""Audit records: one JSON line per task in `audit.jsonl`, keyed by its content hash, so a killed audit of
+thousands of tasks resumes with only what was left; counts per failure class and the hackable fraction."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from envevo.task import Task
+from envevo.verify._redteam import broken_by
+from envevo.verify._verdict import Verdict, VerifierReport
+
+AUDIT_RESULTS = "audit.jsonl"
+
+
+def failure_classes(summary: dict) -> list[str]:
+    """What broke a task: 'oracle', 'invalid_test', and 'exploit:<name>' per exploit that passed it."""
+    classes = []
+    for name in ("oracle", "invalid_test"):
+        rep = summary.get(name)
+        if rep and not rep["passed"]:
+            classes.append(name if not rep["inconclusive"] else f"{name}:inconclusive")
+    rt = summary.get("red_team")
+    if rt and not rt["passed"]:
+        report = VerifierReport(name="red_team", passed=False, inconclusive=rt["inconclusive"], reasons=rt["reasons"])
+        exploits = broken_by(report)
+        classes += [f"exploit:{e}" for e in exploits] or (["red_team:inconclusive"] if rt["inconclusive"] else [])
+    return classes
+
+
+def audit_record(task: Task, verdict: Verdict) -> dict[str, Any]:
+    """The audit.jsonl line of one task's verdict."""
+    s = verdict.summary()
+    classes = failure_classes(s)
+    return {"hash": task.content_hash(), "task": task.name, "source": str(task.source) if task.source else None,
+            "status": verdict.status, "ok": verdict.ok, "broken_by": classes,
+            "hackable": any(c.startswith("exploit:") for c in classes),
+            "audited_at": datetime.now(UTC).isoformat(timespec="seconds"), "verdict": s}
+
+
+def record_reasons(rec: dict) -> list[str]:
+    """Every verifier's reasons in a record, each prefixed by its verifier."""
+    v = rec.get("verdict") or {}
+    return [f"{name}: {r}" for name in ("oracle", "invalid_test", "red_team") if name in v for r in v[name]["reasons"]]
+
+
+def load_audit_results(path: Path) -> dict[str, dict]:
+    """hash → record, from an audit.jsonl; a torn last line (a crash mid-write) is ignored."""
+    done: dict[str, dict] = {}
+    if not path.is_file():
+        return done
+    for line in path.read_text().splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict) and "hash" in rec:
+            done[rec["hash"]] = rec
+    return done
+
+
+def end_torn_line(path: Path) -> None:
+    """A torn last line (killed mid-write) stays alone on its line, so the next record appended is whole."""
+    if path.is_file() and path.stat().st_size and not path.read_bytes().endswith(b"\n"):
+        with path.open("a") as f:
+            f.write("\n")
+
+
+def summarize_audit(records: list[dict]) -> dict:
+    """Counts per status and per failure class, and the hackable fraction (tasks an exploit broke)."""
+    statuses = Counter(r["status"] for r in records)
+    classes = Counter(c for r in records for c in r["broken_by"])
+    hackable = sum(1 for r in records if r["hackable"])
+    return {
+        "tasks": len(records),
+        "status": dict(statuses),
+        "failure_classes": dict(sorted(classes.items())),
+        "hackable": hackable,
+        "hackable_fraction": round(hackable / len(records), 4) if records else 0.0,
+    }
