@@ -54,7 +54,7 @@ lint: venv
 
 test: lint sandbox rl-venv
 	$(PY) -m pytest -q
-	ENVEVO_RL_TESTS=1 $(RLVENV)/bin/python -m pytest -q tests/test_adapters_*.py
+	ENVEVO_RL_TESTS=1 $(RLVENV)/bin/python -m pytest -q tests/schedule/test_adapters_*.py
 
 # Everything but the tests that start containers.
 test-fast: venv

@@ -124,12 +124,12 @@ def main() -> None:
 
     sparse = set(range(0, a.generations + 1, max(1, a.every))) | {a.generations}
     t1 = time.time()
-    for e, run in effort_runs.items():
+    for run in effort_runs.values():
         roll(run, a.dense_agent, a.k, None, a.concurrency, log)
     for run in direction_runs.values():
         roll(run, a.dense_agent, a.single_step_k or a.k, {0, 1}, a.concurrency, log)
     for agent in (x for x in agents if x != a.dense_agent):
-        for e, run in effort_runs.items():
+        for run in effort_runs.values():
             roll(run, agent, a.k, sparse, a.concurrency, log)
     print(f"  rollouts in {time.time() - t1:.0f} s", flush=True)
 
@@ -138,7 +138,8 @@ def main() -> None:
     runs = [*effort_runs.values(), *direction_runs.values()]
     with ExitStack() as stack:
         study = analyze([stack.enter_context(LineageStore.open(r, create=False)) for r in effort_runs.values()])
-        single = analyze([stack.enter_context(LineageStore.open(r, create=False)) for r in direction_runs.values()]) if direction_runs else None
+        single = (analyze([stack.enter_context(LineageStore.open(r, create=False)) for r in direction_runs.values()])
+                  if direction_runs else None)
     envevo("report", *map(str, runs), "--out", str(work / "report.html"))
     wall = time.time() - t0
     if a.json:

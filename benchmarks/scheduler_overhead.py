@@ -56,7 +56,7 @@ def bench_scheduler(spec: str, table: EnvTable, steps: int, batch: int, group: i
         b = time.perf_counter()
         t_next.append(b - a)
         rewards = (rng.random((batch, group)) < 0.5).astype(float).tolist()
-        for e, r in zip(ids, rewards):
+        for e, r in zip(ids, rewards, strict=False):
             c = time.perf_counter()
             s.observe(e, r)
             t_obs.append(time.perf_counter() - c)

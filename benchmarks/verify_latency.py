@@ -155,7 +155,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-harbor", action="store_true", help="skip Harbor's own podman path (slow)")
     ap.add_argument("--sim-rollouts", type=int, default=0, metavar="K", help="also time K sim-medium rollouts per path")
-    ap.add_argument("--red-team", action="store_true", help="also time the red team: alone, against the oracle verifier, and in a whole verification")
+    ap.add_argument("--red-team", action="store_true",
+                    help="also time the red team: alone, against the oracle verifier, and in a whole verification")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     activate()

@@ -13,6 +13,7 @@ a higher floor are reached through lazy registries that hold `"module:Class"` st
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,12 +95,17 @@ def _package(dotted: str) -> str | None:
     return parts[1]
 
 
-def upward_imports(imports: list[Import]) -> list[str]:
-    bad = []
+def _cross_package(imports: list[Import]) -> Iterator[tuple[Import, str, str]]:
+    """Each import from one envevo package into another that is not exempt, with both package names."""
     for imp in imports:
         src, dst = _package(imp.source), _package(imp.target)
-        if src is None or dst is None or src == dst or (imp.source, imp.target) in EXEMPT:
-            continue
+        if src is not None and dst is not None and src != dst and (imp.source, imp.target) not in EXEMPT:
+            yield imp, src, dst
+
+
+def upward_imports(imports: list[Import]) -> list[str]:
+    bad = []
+    for imp, src, dst in _cross_package(imports):
         if src not in FLOOR or dst not in FLOOR:
             bad.append(f"{imp.path}:{imp.line}: {imp.target}: package not on any floor (add it to FLOORS)")
         elif FLOOR[dst] >= FLOOR[src]:
@@ -109,10 +115,7 @@ def upward_imports(imports: list[Import]) -> list[str]:
 
 def private_imports(imports: list[Import]) -> list[str]:
     bad = []
-    for imp in imports:
-        src, dst = _package(imp.source), _package(imp.target)
-        if src is None or dst is None or src == dst or (imp.source, imp.target) in EXEMPT:
-            continue
+    for imp, _src, dst in _cross_package(imports):
         if any(part.startswith("_") for part in imp.target.split(".")[2:]):
             bad.append(f"{imp.path}:{imp.line}: {imp.source} imports {dst}'s private {imp.target}")
     return bad

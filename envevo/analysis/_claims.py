@@ -34,7 +34,8 @@ def claims(trends: Sequence[Trend], validity: Sequence[Validity]) -> list[Claim]
     hard = [t for t in trends if t.effort in ("high", "max")]
     low = [t for t in trends if t.effort == "low"]
     out = [
-        _check("At high and max effort the pass rate declines monotonically", hard, lambda t: t.monotone and t.pass_rates[-1] < t.pass_rates[0]),
+        _check("At high and max effort the pass rate declines monotonically", hard,
+               lambda t: t.monotone and t.pass_rates[-1] < t.pass_rates[0]),
         _check("At high and max effort the pass rate reaches 0 within the lineage", hard, lambda t: t.zero_at is not None),
         _check("At low effort the pass rate fluctuates and never reaches 0", low, lambda t: t.rises > 0 and t.zero_at is None),
         _check("Mean turns rise across generations", trends,
@@ -48,7 +49,7 @@ def claims(trends: Sequence[Trend], validity: Sequence[Validity]) -> list[Claim]
             agree.append((e, ts))
     if agree:
         ok = all(len({t.monotone for t in ts}) == 1 and all((t.rho_generation or 0) < 0 for t in ts) for _, ts in agree)
-        ev = "; ".join(f"{e}: " + ", ".join(f"{t.agent} ρ(gen)={t.rho_generation if t.rho_generation is None else round(t.rho_generation, 2)}"
+        ev = "; ".join(f"{e}: " + ", ".join(f"{t.agent} ρ(gen)={_rounded(t.rho_generation, 2)}"
                                             f"{' monotone' if t.monotone else ''}" for t in ts) for e, ts in agree)
         out.append(Claim(claim="The shape is the same for every agent (declining; monotone for all or for none)", holds=ok, evidence=ev))
     else:
@@ -61,5 +62,9 @@ def claims(trends: Sequence[Trend], validity: Sequence[Validity]) -> list[Claim]
         out.append(Claim(claim="D_T ranks environments by measured failure (Spearman ρ > 0, p < 0.05)",
                          holds=pooled.rho > 0 and (pooled.p_value or 1) < 0.05,
                          evidence=f"{pooled.agent}: ρ={pooled.rho:.3f}, p={pooled.p_value:.4f}, n={pooled.n} versions "
-                                  f"({pooled.rollouts} rollouts); ρ for L alone {pooled.rho_L if pooled.rho_L is None else round(pooled.rho_L, 3)}"))
+                                  f"({pooled.rollouts} rollouts); ρ for L alone {_rounded(pooled.rho_L, 3)}"))
     return out
+
+
+def _rounded(x: float | None, digits: int) -> float | None:
+    return x if x is None else round(x, digits)

@@ -50,11 +50,16 @@ def task_rows(paths: list[Path], estimator: str | ReferenceDistribution = "catal
     return rows
 
 
-def run_rows(run: Path, estimator: str | ReferenceDistribution = "catalog") -> list[dict[str, Any]]:
-    """One row per committed generation of every lineage, D_T recomputed under `estimator`."""
+def run_rows(run: Path, estimator: str | ReferenceDistribution | None = None) -> list[dict[str, Any]]:
+    """One row per committed generation of every lineage, D_T recomputed under `estimator` (default: the one the
+    run recorded its D_T under, so the figures compare with the run's own; catalog when it recorded none)."""
+    from envevo.evolve import recorded_run_estimators, run_estimator
     from envevo.store import LineageStore
 
-    p = reference(estimator)
+    if estimator is None:
+        p = run_estimator(run) if recorded_run_estimators(run) else reference("catalog")
+    else:
+        p = reference(estimator)
     rows = []
     with LineageStore.open(run, create=False) as store:
         for lin in store.lineages():

@@ -70,7 +70,7 @@ def trends(points: Sequence[GenerationPoint]) -> list[Trend]:
     for (agent, model, effort), ps in sorted(series.items()):
         ps = sorted(ps, key=lambda p: p.generation)
         rates = [p.pass_rate for p in ps]
-        rises = [b - a for a, b in zip(rates, rates[1:]) if b > a + 1e-12]
+        rises = [b - a for a, b in zip(rates, rates[1:], strict=False) if b > a + 1e-12]
         zero_at = None
         for i in range(len(ps)):
             if all(r == 0 for r in rates[i:]):

@@ -29,7 +29,7 @@ class Validity(BaseModel):
 
 def _one(agent: str, rs: Sequence[VersionEval]) -> Validity:
     rs = [r for r in rs if r.D_T is not None]
-    dts = [r.D_T for r in rs]
+    dts = [r.D_T for r in rs if r.D_T is not None]  # every r (filtered above); restated for the type
     fail = [1 - r.pass_rate for r in rs]
     return Validity(agent=agent, simulated=any(r.simulated for r in rs), n=len(rs), rollouts=sum(r.n for r in rs),
                     rho=spearman(dts, fail), p_value=spearman_p(dts, fail),

@@ -90,7 +90,7 @@ def make_rows(
         n = rng.randint(*per_key)
         fav = bias is not None and key in bias[1] and rng.random() < bias[2]
 
-        def pick() -> str:
+        def pick(key: str, fav: bool) -> str:
             if bias is None:
                 return rng.choice(groups)
             if fav:
@@ -98,7 +98,7 @@ def make_rows(
             others = [g for g in groups if g != bias[0]]
             return rng.choice(others if key in bias[1] else list(groups))
 
-        g0 = pick()
+        g0 = pick(key, fav)
         for i in range(n):
             g = g0 if entity_group or i == 0 else (rng.choice(groups) if not fav or rng.random() < 0.5 else g0)
             rows.append(Row(key, g, rng.randint(lo, hi), day(rng.randint(0, date_span - 1))))

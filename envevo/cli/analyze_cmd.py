@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated, Any
@@ -51,6 +51,14 @@ def _table(study, title: str, columns: tuple[str, ...], **column_options) -> Tab
     return table
 
 
+def _show(study, title: str, columns: tuple[str, ...], rows: Iterable[Sequence[str]], **column_options) -> None:
+    """One table of `rows` under `columns`, printed (with the SIMULATION note when it applies)."""
+    table = _table(study, title, columns, **column_options)
+    for row in rows:
+        table.add_row(*row)
+    _print(study, table)
+
+
 def _print(study, *tables: Table) -> None:
     for table in tables:
         out.print(table)
@@ -90,16 +98,17 @@ def directions(runs: Runs, json_out: o.Json = False) -> None:
         return
     if not study.directions:
         raise UserError("no evaluated step: a version and its parent must both have rollouts of the same agent")
-    table = _table(study, "direction effects", ("scope", "direction", "agent", "steps", "Δpass", "Δturns", "ΔD_T",
-                                                "instr", "env", "tests", "solution", "total"))
-    for d in study.directions:
-        ci = f" ±{d.d_pass_ci:.2f}" if d.d_pass_ci is not None else ""
-        ti = f" ±{d.d_turns_ci:.1f}" if d.d_turns_ci is not None else ""
-        table.add_row(d.scope, d.direction, escape(d.agent), str(d.steps), fmt(d.d_pass, "+.2f") + ci,
-                      fmt(d.d_turns, "+.1f") + ti, fmt(d.d_DT, "+.2f"),
-                      *(f"{d.mutation[c]:.2f}" for c in ("instruction", "environment", "verification", "solution")),
-                      f"{d.total_mutation:.2f}")
-    _print(study, table)
+    _show(study, "direction effects", ("scope", "direction", "agent", "steps", "Δpass", "Δturns", "ΔD_T", "instr",
+                                       "env", "tests", "solution", "total"), map(_direction_row, study.directions))
+
+
+def _direction_row(d) -> list[str]:
+    ci = f" ±{d.d_pass_ci:.2f}" if d.d_pass_ci is not None else ""
+    ti = f" ±{d.d_turns_ci:.1f}" if d.d_turns_ci is not None else ""
+    return [d.scope, d.direction, escape(d.agent), str(d.steps), fmt(d.d_pass, "+.2f") + ci,
+            fmt(d.d_turns, "+.1f") + ti, fmt(d.d_DT, "+.2f"),
+            *(f"{d.mutation[c]:.2f}" for c in ("instruction", "environment", "verification", "solution")),
+            f"{d.total_mutation:.2f}"]
 
 
 @analyze_app.command("validity")
@@ -109,12 +118,10 @@ def validity(runs: Runs, json_out: o.Json = False) -> None:
     study = _study(runs, json_out, lambda s: [v.model_dump() for v in s.validity])
     if study is None:
         return
-    table = _table(study, "Spearman ρ(D_T, failure rate)",
-                   ("agent", "n versions", "rollouts", "ρ", "p (permutation)", "ρ for L alone", "p_T estimator"))
-    for v in study.validity:
-        table.add_row(escape(v.agent), str(v.n), str(v.rollouts), fmt(v.rho, ".3f"), fmt(v.p_value, ".4f"),
-                      fmt(v.rho_L, ".3f"), escape(v.estimator or "-"))
-    _print(study, table)
+    _show(study, "Spearman ρ(D_T, failure rate)",
+          ("agent", "n versions", "rollouts", "ρ", "p (permutation)", "ρ for L alone", "p_T estimator"),
+          ([escape(v.agent), str(v.n), str(v.rollouts), fmt(v.rho, ".3f"), fmt(v.p_value, ".4f"), fmt(v.rho_L, ".3f"),
+            escape(v.estimator or "-")] for v in study.validity))
 
 
 @analyze_app.command("claims")
@@ -124,8 +131,6 @@ def claims(runs: Runs, json_out: o.Json = False) -> None:
     study = _study(runs, json_out, lambda s: [c.model_dump() for c in s.claims])
     if study is None:
         return
-    table = _table(study, "the paper's claims, here", ("claim", "holds", "evidence"), overflow="fold")
-    for c in study.claims:
-        verdict = {True: "[green]yes[/]", False: "[red]no[/]", None: "untested"}[c.holds]
-        table.add_row(escape(c.claim), verdict, escape(c.evidence))
-    _print(study, table)
+    verdicts = {True: "[green]yes[/]", False: "[red]no[/]", None: "untested"}
+    _show(study, "the paper's claims, here", ("claim", "holds", "evidence"),
+          ([escape(c.claim), verdicts[c.holds], escape(c.evidence)] for c in study.claims), overflow="fold")

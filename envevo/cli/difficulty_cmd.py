@@ -28,7 +28,23 @@ def build_estimator(name: str, **options: Any) -> ReferenceDistribution:
     """p_T `name` with its command-line options; its notes (e.g. corpus tasks skipped) go to stderr."""
     from envevo.trace import estimator
 
-    p = estimator(name, flag_names={"model": "--reference-model", "method": "--llm-method"}, **options)
+    return _noted(estimator(name, flag_names={"model": "--reference-model", "method": "--llm-method"}, **options))
+
+
+def choose_estimator(target: Path, name: str | None, **options: Any) -> ReferenceDistribution:
+    """`--estimator name`; without one, a run is recomputed under the p_T it recorded (an LLM-engine run under
+    the LLM engine's label prior, not the catalog), anything else under catalog."""
+    if name is None and is_run_dir(target):
+        from envevo.evolve import recorded_run_estimators, run_estimator
+
+        if recorded_run_estimators(target):
+            # Options given as None would override what the recorded name says (the llm estimator's method).
+            return _noted(run_estimator(target, **{k: v for k, v in options.items() if v is not None}))
+        # A run with nothing recorded yet (only its seed, or rollouts only) has nothing to agree with.
+    return build_estimator(name or "catalog", **options)
+
+
+def _noted(p: ReferenceDistribution) -> ReferenceDistribution:
     for note in getattr(p, "notes", None) or []:
         err.print(f"[yellow]note:[/] {escape(note)}", highlight=False, soft_wrap=True)
     return p
@@ -39,9 +55,11 @@ def difficulty(
     target: Annotated[Path, typer.Argument(help="A task dir, a folder of task dirs, or a RUN dir (--out of `envevo "
                                            "evolve`).")],
     json_out: o.Json = False,
-    estimator: Annotated[str, typer.Option("--estimator", help="p_T estimator: catalog (the procedural engine's "
-                                           "priors), corpus (label frequencies over --corpus), llm (a reference "
-                                           "model's probabilities).")] = "catalog",
+    estimator: Annotated[str | None, typer.Option("--estimator", help="p_T estimator: catalog (the procedural "
+                                                  "engine's priors), corpus (label frequencies over --corpus), llm (a "
+                                                  "reference model's probabilities), llm-label (the LLM engine's "
+                                                  "prior). Default: a RUN's own recorded estimator, else catalog.")
+                         ] = None,
     corpus: Annotated[list[Path] | None, typer.Option("--corpus", help="With --estimator corpus: reference tasks (task "
                                                       "dirs, folders of them, RUN dirs); repeat for more.")] = None,
     embedding_model: Annotated[Path | None, typer.Option("--embedding-model", help="With --estimator corpus: a local "
@@ -74,9 +92,11 @@ def difficulty(
 
     if not target.exists():
         raise UserError(f"{target} does not exist; pass a task dir or the --out dir of an `envevo evolve` run")
-    llm_url = base_url if estimator == "llm" else None
-    p = build_estimator(estimator, corpus=corpus, embedding_model=embedding_model, method=llm_method, base_url=llm_url,
-                        model=normalize_model(reference_model, base_url=llm_url) if reference_model else None)
+    # --base-url serves --extract-model on tasks; p_T takes it when it is llm, or may be (a run's recorded one).
+    llm_url = base_url if estimator == "llm" or (estimator is None and is_run_dir(target)) else None
+    p = choose_estimator(target, estimator, corpus=corpus, embedding_model=embedding_model, method=llm_method,
+                         base_url=llm_url,
+                         model=normalize_model(reference_model, base_url=llm_url) if reference_model else None)
     if weakness or agent is not None or model is not None:
         return weakness_output(target, agent=agent, model=litellm_model(model) if model else None, estimator=p,
                                json_out=json_out, asked=weakness)

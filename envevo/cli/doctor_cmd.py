@@ -45,14 +45,14 @@ def doctor(
     if older_than is not None or max_gb is not None or prune_standins:
         raise UserError("--older-than, --max-gb and --prune-standins go with --prune")
     task_dirs = existing_task_dirs(tasks)
-    images = list(dict.fromkeys([*images_of(task_dirs), *image])) or None
-    doc_kw = {"images": images} if images else {}
+    # None of them: Doctor probes its default images.
+    images = list(dict.fromkeys([*images_of(task_dirs), *image]))
     if not json_out:
         with err.status("checking the sandbox…" if not fix else "checking and repairing the sandbox…") as status:
-            doc = Doctor(env=env, fix=fix, trust_host_ca=trust_host_ca, progress=lambda m: status.update(m), **doc_kw)
+            doc = Doctor(env=env, fix=fix, trust_host_ca=trust_host_ca, progress=lambda m: status.update(m), images=images)
             checks = doc.run()
     else:
-        checks = Doctor(env=env, fix=fix, trust_host_ca=trust_host_ca, **doc_kw).run()
+        checks = Doctor(env=env, fix=fix, trust_host_ca=trust_host_ca, images=images).run()
     ok = all(c.ok for c in checks)
     subs = substitutions(task_dirs, env) if ok and task_dirs else {}
     if json_out:

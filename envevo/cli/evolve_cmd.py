@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from envevo.cli import _options as o
@@ -119,9 +119,9 @@ def evolve(
 
     bar = Progress(TextColumn("{task.fields[lineage]}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    TextColumn("{task.fields[stage]}"), console=err)
-    bars: dict[str, int] = {}
+    bars: dict[str, TaskID] = {}
 
-    def bar_of(lineage: str, done: int = 0) -> int:
+    def bar_of(lineage: str, done: int = 0) -> TaskID:
         if lineage not in bars:
             bars[lineage] = bar.add_task("", total=cfg.generations, completed=done, lineage=lineage, stage="")
         return bars[lineage]

@@ -85,7 +85,7 @@ def show(
                 store.ensure_drift(i)
         except UserError as e:
             notes.append(f"drift not measured: {e}")
-        data = {"run": str(store.run_dir), "lineages": [lineage_json(store, i) for i in ids]}
+        data: dict[str, Any] = {"run": str(store.run_dir), "lineages": [lineage_json(store, i) for i in ids]}
         if notes:
             data["notes"] = notes
     if json_out:

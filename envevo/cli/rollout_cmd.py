@@ -63,7 +63,8 @@ def rollout(
     is_run = len(targets) == 1 and is_run_dir(targets[0])
     if is_run and store_dir is not None:
         raise UserError("--store is for task dirs; a RUN dir records rollouts in its own store")
-    store = LineageStore.open(targets[0] if is_run else store_dir, create=not is_run) if (is_run or store_dir) else None
+    store_path = targets[0] if is_run else store_dir
+    store = LineageStore.open(store_path, create=not is_run) if store_path is not None else None
     try:
         tasks = run_targets(store) if is_run else dir_targets(expand_task_dirs(targets))
         if not tasks:

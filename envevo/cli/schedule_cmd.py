@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 import typer
 from rich.markup import escape
@@ -138,14 +138,21 @@ def simulate(
         out.print(f"plots and report (simulation): {escape(files['simulation.html'])}", soft_wrap=True)
 
 
+class _SchedulerRow(TypedDict):
+    name: str
+    summary: str
+    extensions: list[str]
+
+
 @schedule_app.command("list")
 @user_errors
 def list_schedulers(json_out: o.Json = False) -> None:
     """The schedulers available to `simulate` and to trainers, with their opt-in extensions."""
-    from envevo.schedule import scheduler_class, scheduler_names
+    from envevo.schedule import scheduler_class, scheduler_names, scheduler_summary
 
-    rows = [{"name": n, "summary": scheduler_class(n).summary, "extensions": list(scheduler_class(n).EXTENSIONS)}
-            for n in scheduler_names()]
+    rows: list[_SchedulerRow] = [
+        {"name": n, "summary": scheduler_summary(n), "extensions": list(scheduler_class(n).EXTENSIONS)}
+        for n in scheduler_names()]
     if json_out:
         print_json(rows)
         return

@@ -88,7 +88,8 @@ def import_tb1_cmd(
 
     pairs = tb1_import_pairs(src, dest)
 
-    results, failures = [], []
+    results: list[dict[str, str | bool]] = []
+    failures: list[dict[str, str | bool]] = []
     for s, d in pairs:
         try:
             task = load_task(s)
@@ -102,7 +103,7 @@ def import_tb1_cmd(
         print_json(results + failures if len(pairs) > 1 else results[0])
     else:
         for r in results:
-            out.print(f"imported {r['source']} → {r['dest']} (hash {r['hash'][:12]})", highlight=False)
+            out.print(f"imported {r['source']} → {r['dest']} (hash {str(r['hash'])[:12]})", highlight=False)
         for f in failures:
             err.print(f"[bold red]failed:[/] {f['source']}: {f['error']}", highlight=False)
     if failures:

@@ -88,5 +88,8 @@ def verify(
                 marks.append(verifier_mark(v.reports["red_team"]))
             table.add_row(v.task, STATUS[v.status], *marks, escape("\n".join(notes)) or "-")
         out.print(table)
+        # Notes (an exploit skipped, and why) are the same for every task: said once.
+        for note in dict.fromkeys(f"{name}: {n}" for v in verdicts for name, rep in v.reports.items() for n in rep.notes):
+            err.print(f"note: {escape(note)}")
         err.print(f"trial logs: {jobs}")
     raise typer.Exit(0 if all(v.ok for v in verdicts) else 1)

@@ -43,10 +43,15 @@ def recorded_estimator_names(store: LineageStore) -> list[str]:
     return names
 
 
+def recorded_run_estimators(run: Path) -> list[str]:
+    """The names of the estimators `run` recorded D_T under (empty when it recorded none)."""
+    with LineageStore.open(run, create=False) as store:
+        return recorded_estimator_names(store)
+
+
 def run_estimator(run: Path, **options: Any) -> ReferenceDistribution:
     """The estimator `run` recorded its D_T under, rebuilt (see `envevo.trace.estimator_of`)."""
-    with LineageStore.open(run, create=False) as store:
-        names = recorded_estimator_names(store)
+    names = recorded_run_estimators(run)
     if not names:
         raise UserError(f"{run} records no D_T; pass --estimator NAME")
     if len(names) > 1:

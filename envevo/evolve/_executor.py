@@ -37,4 +37,5 @@ EXECUTORS = Registry("executor", {
 
 
 def make_executor(name: str = "asyncio") -> Executor:
-    return EXECUTORS.load(name)()
+    executor: Executor = EXECUTORS.load(name)()
+    return executor

@@ -15,14 +15,18 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envevo.errors import UserError
 from envevo.evolve._config import EvolveConfig
 from envevo.evolve._engine import CandidateFailed, Engine, EngineStop, GenerationContext, Proposal, Review
-from envevo.store import LineageStore
+from envevo.store import LineageStore, Version
 from envevo.task import Task, save
-from envevo.trace import Direction, check_direction, check_effort, difficulty
+from envevo.trace import Direction, Drift, Trace, check_direction, check_effort, difficulty
 from envevo.verify import DriftBound, TaskVerifier, TrialVerifier, default_verifiers, verify_candidate
+
+if TYPE_CHECKING:
+    from envevo.evolve._executor import Executor
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,7 @@ class LineageRunner:
                 self.on_event(Event(lineage, g, "terminated", reason))
                 return "terminated"
 
-    async def generation(self, lineage: str, g: int, parent) -> str | None:
+    async def generation(self, lineage: str, g: int, parent: Version) -> str | None:
         """Run generation g on top of `parent`; None when a version was committed, else why the lineage ends."""
         task = self.store.load_version_task(parent.task_hash)
         trace = await self.engine.extract_trace(task)
@@ -108,7 +112,8 @@ class LineageRunner:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
-    async def _plan_loop(self, lineage, g, task, trace, direction, ctx) -> tuple[Proposal, int] | None:
+    async def _plan_loop(self, lineage: str, g: int, task: Task, trace: Trace, direction: Direction,
+                         ctx: GenerationContext) -> tuple[Proposal, int] | None:
         feedback: list[str] = []
         for attempt in range(1, self.cfg.plan_budget + 1):
             proposal = await self.engine.propose(task, trace, direction, self.cfg.effort, list(feedback), ctx)
@@ -130,7 +135,8 @@ class LineageRunner:
             feedback.append(review.feedback or "rejected")
         return None
 
-    async def _environment_loop(self, lineage, g, parent, task: Task, proposal: Proposal, plan_id: int, ctx) -> bool:
+    async def _environment_loop(self, lineage: str, g: int, parent: Version, task: Task, proposal: Proposal, plan_id: int,
+                                ctx: GenerationContext) -> bool:
         feedback: list[str] = []
         direction = proposal.direction.value
         checks, bound = list(self.checks), None
@@ -159,7 +165,8 @@ class LineageRunner:
             verdict = await verify_candidate(
                 candidate, task_dir, trials_dir, env=self.cfg.env, verifiers=self.verifiers, checks=checks,
                 gate=self.gate,
-                on_trial_done=lambda o: self.on_event(Event(lineage, g, "trial", f"{o.agent} → {o.reward if o.reward is not None else o.error_kind.value}")),
+                on_trial_done=lambda o: self.on_event(
+                    Event(lineage, g, "trial", f"{o.agent} → {o.reward if o.reward is not None else o.error_kind.value}")),
             )
             wall = time.monotonic() - t0
             for report in verdict.reports.values():
@@ -180,7 +187,7 @@ class LineageRunner:
             feedback.extend(verdict.reasons)
         return False
 
-    async def _drift(self, lineage: str, g: int, candidate: Task, parent_hash: str):
+    async def _drift(self, lineage: str, g: int, candidate: Task, parent_hash: str) -> Drift | None:
         """The candidate's drift, to commit with it; None (computed on first read) when the encoder is missing."""
         try:
             return await asyncio.to_thread(self.store.measure_drift, lineage, candidate, parent_hash)
@@ -248,7 +255,7 @@ async def evolve(
     engine: Engine,
     config: EvolveConfig,
     checks: Sequence[TaskVerifier] = (),
-    executor=None,
+    executor: Executor | None = None,
     on_event: Callable[[Event], None] | None = None,
     verifiers: Sequence[TrialVerifier] | None = None,
 ) -> dict[str, str]:
@@ -259,4 +266,4 @@ async def evolve(
     runner = LineageRunner(store, engine, config, checks=checks, gate=gate, on_event=on_event, verifiers=verifiers)
     executor = executor or AsyncioExecutor()
     statuses = await executor.map(runner.run, list(lineages), config.lineage_concurrency)
-    return dict(zip(lineages, statuses))
+    return dict(zip(lineages, statuses, strict=False))

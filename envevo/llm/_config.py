@@ -92,7 +92,7 @@ def parse_model(text: str, base_url: str | None = None, api_key_env: str | None 
         )
     if head.lower() in ("vllm", "sglang", "openai-compatible", "local") and not base_url:
         raise LLMConfigError(f"model {text!r} is a local OpenAI-compatible server: give its --base-url (e.g. http://localhost:8000/v1)")
-    return ModelSpec(provider=provider, name=name, base_url=base_url or None, api_key_env=api_key_env)  # type: ignore[arg-type]
+    return ModelSpec(provider=provider, name=name, base_url=base_url or None, api_key_env=api_key_env)
 
 
 class RoleSettings(BaseModel):
@@ -166,7 +166,7 @@ class LLMSettings(BaseModel):
         for role, m in (role_models or {}).items():
             if role not in ROLES:
                 raise LLMConfigError(f"unknown role {role!r} in a role model; roles are {', '.join(ROLES)}")
-            roles[role] = (roles.get(role) or RoleSettings()).model_copy(update={"model": m})  # type: ignore[index]
+            roles[role] = (roles.get(role) or RoleSettings()).model_copy(update={"model": m})
         update["roles"] = roles
         if max_cost_usd is not None:
             update["max_cost_usd"] = max_cost_usd
@@ -186,7 +186,7 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> LLMSettings:
     Relative rubric paths are taken relative to the config file.
     """
     explicit = path is not None
-    file = Path(path) if explicit else Path(CONFIG_FILE)
+    file = Path(path) if path is not None else Path(CONFIG_FILE)
     if not file.is_file():
         if explicit:
             raise LLMConfigError(f"config file {file} does not exist; create it or drop --llm-config")

@@ -8,7 +8,7 @@ for malformed output, refusals and rejected requests alike.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior, UsageLimitExceeded
@@ -23,6 +23,8 @@ from envevo.llm._guard import EndpointGates, GuardedModel, RetryPolicy
 from envevo.llm._meter import Meter, UsageRecord
 from envevo.llm._preflight import preflight
 from envevo.llm._providers import build_model
+
+OutputT = TypeVar("OutputT")
 
 
 class LLMRuntime:
@@ -90,8 +92,8 @@ class LLMRuntime:
             out["max_tokens"] = own.max_output_tokens
         return out
 
-    def agent(self, role: Role, output_type: type, instructions: str, **kwargs: Any) -> Agent:
-        return Agent(
+    def agent(self, role: Role, output_type: type[OutputT], instructions: str, **kwargs: Any) -> Agent[Any, OutputT]:
+        agent: Agent[Any, OutputT] = Agent(
             self.model(role),
             output_type=self.output_spec(output_type),
             instructions=instructions,
@@ -99,10 +101,11 @@ class LLMRuntime:
             model_settings=self.model_settings(role),
             **kwargs,
         )
+        return agent
 
     async def run(
         self,
-        agent: Agent,
+        agent: Agent[Any, OutputT],
         prompt: str,
         *,
         role: Role,
@@ -110,7 +113,7 @@ class LLMRuntime:
         generation: int | None = None,
         deps: Any = None,
         request_limit: int = 10,
-    ) -> Any:
+    ) -> OutputT:
         """Run an agent for a role and return its output; RoleFailed when the model gave nothing usable."""
         with self.meter.scope(role, lineage, generation):
             try:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 from envevo.analysis import mutation_rates
 from envevo.errors import UserError
@@ -42,7 +44,7 @@ def _diff_html(text: str) -> str:
     return "<pre>" + "\n".join(out) + "</pre>"
 
 
-def _table(headers: list[str], rows: list[list[object]]) -> str:
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
@@ -103,7 +105,7 @@ def build_report(run_dirs: Path | list[Path], out: Path | None = None) -> Path:
                  f"{', '.join(f'<code>{_e(r.resolve().name)}</code>' for r in runs)}</h1>"]
         if study.rows:
             parts += _evaluation(study)
-        for run_dir, store in zip(runs, stores):
+        for run_dir, store in zip(runs, stores, strict=True):
             if len(runs) > 1:
                 parts.append(f"<h2>Run <code>{_e(run_dir.resolve().name)}</code></h2>")
             parts += _run_sections(store)
@@ -126,7 +128,7 @@ def _drift_section(store: LineageStore, lineages, config: dict) -> list[str]:
     measures: set[str] = set()
     table_rows = []
     for lin in lineages:
-        rows = []
+        rows: list[dict[str, Any]] = []  # the rows drift_plot takes
         for v in store.versions(lin.id):
             if v.drift is None:
                 continue
@@ -165,7 +167,7 @@ def _run_sections(store: LineageStore) -> list[str]:
     )
     parts.append(_table(
         ["lineage", "seed", "status", "generations", "reason"],
-        [[_e(l.id), _e(l.seed_name), _e(l.status), l.latest_generation, _e(l.reason or "")] for l in lineages],
+        [[_e(lin.id), _e(lin.seed_name), _e(lin.status), lin.latest_generation, _e(lin.reason or "")] for lin in lineages],
     ))
 
     series: dict[str, list[dict]] = {}
@@ -198,7 +200,7 @@ def _run_sections(store: LineageStore) -> list[str]:
     for lin in lineages:
         parts.append(f"<h2>Lineage {_e(lin.id)}</h2>")
         versions = store.versions(lin.id)
-        for prev, cur in zip(versions, versions[1:]):
+        for prev, cur in zip(versions, versions[1:], strict=False):
             before, after = prev.trace, cur.trace
             d0, d1 = prev.D_T, cur.D_T
             delta = f" (Δ {d1 - d0:+.2f})" if d0 is not None and d1 is not None else ""

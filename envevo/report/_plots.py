@@ -23,7 +23,7 @@ def difficulty_plot(series: dict[str, list[dict]]) -> str:
     fig, axes = plt.subplots(1, 4, figsize=(15, 3.4))
     panels = [("D_T", "D_T (nats)"), ("L", "L (pairs)"), ("scenario_novelty", "scenario novelty Σ−log p(σ|g)"),
               ("skill_rarity", "skill rarity Σ−log p(κ|σ,g)")]
-    for ax, (key, title) in zip(axes, panels):
+    for ax, (key, title) in zip(axes, panels, strict=True):
         for lineage, rows in series.items():
             xs = [r["generation"] for r in rows]
             ax.plot(xs, [r[key] for r in rows], marker="o", ms=3, label=lineage)
@@ -43,7 +43,7 @@ def drift_plot(series: dict[str, list[dict]], bound: float | None = None) -> str
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.4), sharey=True)
     panels = [("drift_seed", "instruction drift from the seed"), ("goal_drift_seed", "goal drift from the seed"),
               ("drift_parent", "instruction drift from the parent")]
-    for ax, (key, title) in zip(axes, panels):
+    for ax, (key, title) in zip(axes, panels, strict=True):
         for lineage, rows in series.items():
             pts = [(r["generation"], r[key]) for r in rows if r[key] is not None]
             ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", ms=3, label=lineage)
@@ -78,7 +78,8 @@ def mutation_plot(rows: list[dict], components: list[str]) -> str:
 def generations_plot(points: list[dict]) -> str:
     """The Figure 3 analogue: pass rate (top) and mean turns (bottom) per generation, a column per effort,
     a curve per agent. `points` are GenerationPoint dicts."""
-    efforts = sorted({p["effort"] or "-" for p in points}, key=lambda e: ["low", "high", "max"].index(e) if e in ("low", "high", "max") else 9)
+    efforts = sorted({p["effort"] or "-" for p in points},
+                     key=lambda e: ["low", "high", "max"].index(e) if e in ("low", "high", "max") else 9)
     agents = sorted({p["agent"] for p in points})
     fig, axes = plt.subplots(2, len(efforts), figsize=(4.2 * len(efforts), 6), squeeze=False, sharex=True)
     for col, effort in enumerate(efforts):

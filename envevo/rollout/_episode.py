@@ -93,7 +93,7 @@ async def play(chain, blocks, prof: SimProfile, prior, rng: random.Random, run: 
         ep.turns += len(cmds)
         return await run(list(cmds))
 
-    for step, block in zip(chain.steps, blocks):
+    for step, block in zip(chain.steps, blocks, strict=False):
         p = step_probability(prof, prior, step.scenario, step.skill, chain.goal)
         log = StepLog(index=block.index, scenario=step.scenario, skill=step.skill, p=round(p, 4))
         looks = _look_commands(block)

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from envevo.errors import UserError
 from envevo.rollout._profiles import PROFILES, is_simulated
 from envevo.rollout._stats import RolloutSummary, summarize
-from envevo.runtime import DRIVEN_AGENT
+from envevo.runtime import DRIVEN_AGENT, TrialOutcome
 
 # Simulated profiles run as runtime's driven agent with the simulated driver (envevo/rollout/agents.py).
 SIM_AGENT = DRIVEN_AGENT
@@ -140,7 +140,7 @@ def pending(targets: Sequence[Target], agent: str, model: str | None, k: int, st
 
 async def rollout(targets: Sequence[Target], agent: str, model: str | None, k: int, *, env: str = "podman",
                   concurrency: int = 2, trials_dir: Path, store=None, agent_kwargs: dict | None = None,
-                  on_trial: Callable[[Target, object], None] | None = None) -> list[RolloutSummary]:
+                  on_trial: Callable[[Target, TrialOutcome], None] | None = None) -> list[RolloutSummary]:
     """Run the missing rollouts, record each as it finishes (so a kill loses only trials in flight), summarize.
 
     `agent_kwargs` go to a real Harbor agent (e.g. terminus-2's max_turns); the connection settings `base_url`
@@ -154,9 +154,9 @@ async def rollout(targets: Sequence[Target], agent: str, model: str | None, k: i
         check_agent(agent, model, agent_kwargs)
         await probe_endpoint(model, agent_kwargs)
     specs = [_spec(t, agent, model, i, env, trials_dir / t.task_hash[:12], agent_kwargs) for t, i in todo]
-    fresh: dict[str, list] = {}
+    fresh: dict[str, list[TrialOutcome]] = {}
 
-    async def done(j: int, o) -> None:
+    async def done(j: int, o: TrialOutcome) -> None:
         t, i = todo[j]
         fresh.setdefault(t.task_hash, []).append(o)
         if store is not None:  # recorded off the event loop: a commit waits on fsync, trials keep running

@@ -99,7 +99,7 @@ def parse_verifier(stdout: str, checks: Sequence[Sequence[Check]]) -> list[bool 
     flat = [c for block in checks for c in block]
     lines = [ln for ln in stdout.splitlines() if ln.startswith(("PASS ", "FAIL "))]
     status: list[bool | None] = [None] * len(flat)
-    for i, (line, (kind, path)) in enumerate(zip(lines, flat)):
+    for i, (line, (kind, path)) in enumerate(zip(lines, flat, strict=False)):
         key = f"{kind} {path}"
         if line == f"PASS {key}":
             status[i] = True
@@ -126,7 +126,7 @@ def step_outcomes(checks: Sequence[Sequence[Check]] | None, L: int, passed: bool
     mapped to steps; `stdout` is the verifier's output, or None when it is missing.
     """
     status = parse_verifier(stdout, checks) if (checks is not None and stdout) else []
-    if any(s is not None for s in status):
+    if checks is not None and any(s is not None for s in status):
         outcomes: list[StepOutcome] = []
         i, stop = 0, False
         for block in checks:
@@ -229,7 +229,8 @@ def _rows(obs: Sequence[StepObservation], key, term, s_bar: float, m: float) -> 
     return sorted(rows, key=lambda r: (-r.delta, r.s_hat, -r.n, r.scenario or "", r.skill or ""))
 
 
-def estimate(obs: Sequence[StepObservation], m: float = PRIOR_STRENGTH) -> tuple[float, list[WeaknessRow], list[WeaknessRow], list[WeaknessRow]]:
+def estimate(obs: Sequence[StepObservation],
+             m: float = PRIOR_STRENGTH) -> tuple[float, list[WeaknessRow], list[WeaknessRow], list[WeaknessRow]]:
     """(s̄, per-skill rows, per-scenario rows, per-pair rows), each sorted by δ_θ descending."""
     s_bar = pooled_success(obs)
     skills = _rows(obs, lambda o: (None, o.skill), lambda o: o.rarity, s_bar, m)
@@ -244,7 +245,7 @@ def observations(trace, steps: RolloutSteps, p) -> list[StepObservation]:
         return []
     return [StepObservation(scenario=s.scenario, skill=s.skill, novelty=p.neg_log_p_scenario(s.scenario, trace.goal),
                             rarity=p.neg_log_p_skill(s.skill, s.scenario, trace.goal), outcome=out)
-            for s, out in zip(trace.steps, steps.outcomes)]
+            for s, out in zip(trace.steps, steps.outcomes, strict=False)]
 
 
 # ---- a run store ------------------------------------------------------------------------------------

@@ -20,6 +20,10 @@ _INTERNAL_OVERLAY = "networks:\n  default:\n    internal: true\n"
 class _NoNetworkCompose:
     """Mixin over a Harbor compose environment: accepts no-network tasks and enforces them with an overlay."""
 
+    # Set by Harbor's BaseEnvironment, declared here so the mixin type-checks on its own.
+    extra_docker_compose_paths: list[Path]
+    _envevo_overlay: Path | None = None
+
     @property
     def capabilities(self) -> EnvironmentCapabilities:
         caps = super().capabilities  # type: ignore[misc]
@@ -30,7 +34,7 @@ class _NoNetworkCompose:
             overlay = Path(tempfile.mkdtemp(prefix="envevo-nonet-")) / "no-network.yaml"
             overlay.write_text(_INTERNAL_OVERLAY)
             self._envevo_overlay = overlay
-            self.extra_docker_compose_paths = [*self.extra_docker_compose_paths, overlay]  # type: ignore[attr-defined]
+            self.extra_docker_compose_paths = [*self.extra_docker_compose_paths, overlay]
         await super().start(force_build)  # type: ignore[misc]
 
     async def stop(self, delete: bool) -> None:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from harbor.agents.base import BaseAgent
 from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
 
 from envevo.runtime._agents import load_driver
+from envevo.runtime._harbor_agent import EnvevoAgent
 
 
-class DrivenAgent(BaseAgent):
+class DrivenAgent(EnvevoAgent):
     def __init__(self, *args: Any, driver: str | None = None, options: dict[str, Any] | None = None,
                  **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -22,12 +22,6 @@ class DrivenAgent(BaseAgent):
     @staticmethod
     def name() -> str:
         return "envevo-driven"
-
-    def version(self) -> str:
-        return "1"
-
-    async def setup(self, environment: BaseEnvironment) -> None:
-        return
 
     async def run(self, instruction: str, environment: BaseEnvironment, context: AgentContext) -> None:
         async def exec_(command: str, timeout_sec: int) -> tuple[int, str]:

@@ -12,15 +12,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harbor.agents.base import BaseAgent
 from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
+
+from envevo.runtime._harbor_agent import EnvevoAgent
 
 SCRIPT_LOG = "script.log"
 SCRIPT_RESULT = "script.json"
 
 
-class ScriptedAgent(BaseAgent):
+class ScriptedAgent(EnvevoAgent):
     def __init__(self, *args: Any, script: str | None = None, label: str = "script", timeout_sec: int = 300,
                  **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -33,12 +34,6 @@ class ScriptedAgent(BaseAgent):
     @staticmethod
     def name() -> str:
         return "envevo-scripted"
-
-    def version(self) -> str:
-        return "1"
-
-    async def setup(self, environment: BaseEnvironment) -> None:
-        return
 
     async def run(self, instruction: str, environment: BaseEnvironment, context: AgentContext) -> None:
         try:

@@ -264,7 +264,8 @@ async def run_trials(
         raise ValueError("concurrency must be at least 1")
     gate = gate or asyncio.Semaphore(concurrency)
     # Harbor's own compose path rebuilds per trial; a warm cached build makes those builds layer hits.
-    caches = {s.env: ImageCache(resolve_env(s.env).engine) for s in specs if s.env.startswith("harbor:") and resolve_env(s.env).engine}
+    caches = {s.env: ImageCache(engine) for s in specs
+              if s.env.startswith("harbor:") and (engine := resolve_env(s.env).engine)}
 
     async def one(i: int, spec: TrialSpec) -> TrialOutcome:
         for _attempt in range(retries + 1):

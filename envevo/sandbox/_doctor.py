@@ -260,13 +260,15 @@ class Doctor:
         intercepted = "CERTIFICATE_VERIFY_FAILED" in why or "certificate verify failed" in why
         if not intercepted:
             return Check(name=name, status=Status.WARN, detail=f"the host reaches {_tls.PROBE_URL}, containers do not: {why}",
-                         fix=f"{self.engine} run --rm {image} python3 -c 'import urllib.request as u; u.urlopen(\"{_tls.PROBE_URL}\")'  # and read the error")
+                         fix=f"{self.engine} run --rm {image} python3 -c "
+                             f"'import urllib.request as u; u.urlopen(\"{_tls.PROBE_URL}\")'  # and read the error")
         if not trusted and self.trust_host_ca and (bundle := _tls.host_bundle()) is not None:
             _tls.record_trust(bundle)
             ok, why = _tls.container_reaches(self.engine, image, trust_host_ca=True)
             if ok:
                 return Check(name=name, status=Status.FIXED,
-                             detail=f"TLS-intercepting proxy: builds and containers now trust the host CA bundle {bundle} (recorded in {_tls.trust_file()})")
+                             detail=f"TLS-intercepting proxy: builds and containers now trust the host CA bundle {bundle} "
+                                    f"(recorded in {_tls.trust_file()})")
         detail = ("a TLS-intercepting proxy: the host verifies " + _tls.PROBE_URL + " with its CA bundle, containers fail ("
                   + why + ")")
         if trusted:

@@ -190,6 +190,11 @@ def _plan(ref: ImageRef) -> StandinPlan | None:
     return None
 
 
+# Kept out of the recipe's text only so the recipe's lines stay short; the recipe's bytes are unchanged.
+_PIP_FROM_DEBIAN_WHEEL = ("python3 -m pip install --no-cache-dir --no-index --ignore-installed --root-user-action=ignore "
+                          "--disable-pip-version-check /usr/share/python-wheels/pip-*.whl")
+
+
 def containerfile(plan: StandinPlan) -> str:
     """The build recipe of a python or ubuntu stand-in (Debian ones come from debootstrap directly)."""
     if plan.kind == "python":
@@ -202,7 +207,7 @@ RUN apt-get update \\
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 python3-pip python3-venv ca-certificates{extra} \\
  && rm -rf /var/lib/apt/lists/* \\
  && rm -f /usr/lib/python3*/EXTERNALLY-MANAGED \\
- && python3 -m pip install --no-cache-dir --no-index --ignore-installed --root-user-action=ignore --disable-pip-version-check /usr/share/python-wheels/pip-*.whl \\
+ && {_PIP_FROM_DEBIAN_WHEEL} \\
  && ln -sf /usr/bin/python3 /usr/local/bin/python \\
  && python --version && pip --version
 ENV LANG=C.UTF-8
@@ -287,7 +292,8 @@ def _build(engine: str, text: str, tag: str, labels: dict[str, str], what: str) 
 
 def _probe(engine: str, image: str, kind: str) -> tuple[str, str | None]:
     """(Debian version, Python version) read from the built image."""
-    script = "cat /etc/debian_version; command -v python3 >/dev/null && python3 -c 'import platform; print(platform.python_version())' || true"
+    script = ("cat /etc/debian_version; "
+              "command -v python3 >/dev/null && python3 -c 'import platform; print(platform.python_version())' || true")
     proc = _run([engine, "run", "--rm", "--network=none", image, "sh", "-c", script], timeout=120)
     lines = proc.stdout.split()
     if proc.returncode != 0 or not lines:
@@ -322,7 +328,8 @@ def ensure_standin(engine: str, reference: str, progress: Progress | None = None
         became = f"Debian {plan.suite} {debian}, built locally with debootstrap (minbase)"
         return _register(engine, plan, became)
     if image_id(engine, plan.build_tag) is None:
-        say(f"building the {plan.kind} stand-in on Debian {plan.suite}" + (" (apt over http, about 20-60 s)…" if plan.kind == "python" else "…"))
+        say(f"building the {plan.kind} stand-in on Debian {plan.suite}"
+            + (" (apt over http, about 20-60 s)…" if plan.kind == "python" else "…"))
         _build(engine, containerfile(plan), plan.build_tag, {f"{LABEL}.base": base}, f"the {plan.kind} stand-in on {plan.suite}")
     debian, python = _probe(engine, plan.build_tag, plan.kind)
     became = f"Debian {plan.suite}" + (f", Python {python}" if plan.kind == "python" else f" {debian}")

@@ -1,4 +1,4 @@
-"""The one scheduler interface every curriculum implements, and the registry of schedulers by name.
+"""The one scheduler interface every curriculum implements, and building one from a spec.
 
 A trainer drives a scheduler with two calls:
 
@@ -19,13 +19,14 @@ from __future__ import annotations
 import inspect
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from envevo.schedule._records import EnvTable, Lineages, ScheduleError
+from envevo.schedule._registry import scheduler_class
 
 STATE_FORMAT = 1
 
@@ -54,7 +55,7 @@ class Scheduler(ABC):
     """Base of every curriculum. Subclasses implement ``_select`` and may override ``_observe``."""
 
     name: ClassVar[str] = ""
-    summary: ClassVar[str] = ""
+    """The name it is registered under in `envevo/schedule/_registry.py` (its one-line summary lives there)."""
     dynamic_sampling: ClassVar[bool] = False
     """True: a trainer should refill the batch for groups observed with ``keep=False`` (call ``next`` again)."""
     EXTENSIONS: ClassVar[dict[str, dict[str, Any]]] = {}
@@ -228,41 +229,11 @@ class Scheduler(ABC):
             pick = self._rng.choice(size, size=n, replace=False)
         else:
             pick = self._rng.integers(size, size=n)
-        return pick.tolist() if pool is None else pool[pick].tolist()
+        chosen: list[int] = pick.tolist() if pool is None else pool[pick].tolist()
+        return chosen
 
 
-# -------------------------------------------------------------------------------------------- registry
-
-_REGISTRY: dict[str, type[Scheduler]] = {}
-
-
-def register(name: str, summary: str) -> Callable[[type[Scheduler]], type[Scheduler]]:
-    """Class decorator: make a scheduler available by ``name`` to :func:`make_scheduler` and the CLI."""
-
-    def deco(cls: type[Scheduler]) -> type[Scheduler]:
-        if name in _REGISTRY and _REGISTRY[name] is not cls:
-            raise ValueError(f"scheduler {name!r} is registered twice")
-        cls.name = name
-        cls.summary = summary
-        _REGISTRY[name] = cls
-        return cls
-
-    return deco
-
-
-_BUILTIN_ORDER = ("el", "random", "plr", "sfl", "dapo", "pools", "coevo")
-
-
-def scheduler_names() -> list[str]:
-    """Registered names: the built-ins in a fixed order, then any registered later."""
-    return [n for n in _BUILTIN_ORDER if n in _REGISTRY] + [n for n in _REGISTRY if n not in _BUILTIN_ORDER]
-
-
-def scheduler_class(name: str) -> type[Scheduler]:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ScheduleError(f"unknown scheduler {name!r}; choose from: {', '.join(scheduler_names())}") from None
+# -------------------------------------------------------------------------------------------- building
 
 
 def parse_spec(spec: str) -> tuple[type[Scheduler], dict[str, Any]]:

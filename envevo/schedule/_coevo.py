@@ -19,14 +19,16 @@ from typing import Any
 
 import numpy as np
 
-from envevo.schedule._base import Scheduler, register
+from envevo.schedule._base import Scheduler
+from envevo.schedule._records import EnvTable, Lineages
 
 
-@register("coevo", "co-evolution-style: seeds plus their skill-only variants, weighted toward weak skills")
 class CoevoScheduler(Scheduler):
+    name = "coevo"
+
     _ARRAYS = Scheduler._ARRAYS + ("_weak",)
 
-    def __init__(self, lineages, *, group_size: int = 8, seed: int = 0, pass_threshold: float = 1.0,
+    def __init__(self, lineages: Lineages | EnvTable, *, group_size: int = 8, seed: int = 0, pass_threshold: float = 1.0,
                  seed_fraction: float = 0.5, temperature: float = 0.1, ema: float = 0.3) -> None:
         super().__init__(lineages, group_size=group_size, seed=seed, pass_threshold=pass_threshold)
         self.seed_fraction, self.temperature, self.ema = float(seed_fraction), float(temperature), float(ema)
@@ -74,8 +76,9 @@ class CoevoScheduler(Scheduler):
         if not len(self._variants):
             return np.zeros(0)
         score = np.add.reduceat(self._weak[self._t_flat], self._t_start) / self._t_len
-        w = np.exp((score - score.max()) / self.temperature)
-        return w / w.sum()
+        w: np.ndarray = np.exp((score - score.max()) / self.temperature)
+        normalized: np.ndarray = w / w.sum()
+        return normalized
 
     def _select(self, n: int) -> list[int]:
         n_var = 0 if not len(self._variants) else int(self._rng.binomial(n, 1.0 - self.seed_fraction))

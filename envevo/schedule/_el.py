@@ -40,7 +40,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from envevo.schedule._base import Scheduler, register
+from envevo.schedule._base import Scheduler
 from envevo.schedule._records import EnvTable, Lineages, ScheduleError
 from envevo.schedule._stats import beta_sf
 
@@ -59,8 +59,9 @@ class BetaAdvance(BaseModel):
     min_rollouts: int = Field(4, ge=1, description="no decision on fewer rollouts than this")
 
 
-@register("el", "Evolution-Lineage: generation order, advance an environment when a group passes > τ·B")
 class ELScheduler(Scheduler):
+    name = "el"
+
     EXTENSIONS = {
         "patience": {"patience": 4},
         "frontier": {"frontier": True},

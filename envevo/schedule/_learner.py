@@ -20,11 +20,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from envevo.schedule._records import EnvRecord
+
+if TYPE_CHECKING:
+    from envevo.catalog import CatalogPrior
 
 
 class LearnerConfig(BaseModel):
@@ -50,7 +54,7 @@ class CompiledEnvs:
 
 
 @cache
-def _catalog_prior():
+def _catalog_prior() -> CatalogPrior:
     from envevo.catalog import CatalogPrior
 
     return CatalogPrior()
@@ -109,22 +113,24 @@ class SyntheticLearner:
 
     def _logits(self, envs: CompiledEnvs, rows: np.ndarray) -> np.ndarray:
         c = self.config
-        return (c.base + self.competence[envs.skills[rows]] + self.familiarity[envs.scenarios[rows]]
-                - c.rarity_weight * (envs.rarity[rows] - c.rarity_ref))
+        logits: np.ndarray = (c.base + self.competence[envs.skills[rows]] + self.familiarity[envs.scenarios[rows]]
+                              - c.rarity_weight * (envs.rarity[rows] - c.rarity_ref))
+        return logits
 
     def success(self, envs: CompiledEnvs, rows: np.ndarray | Sequence[int] | None = None) -> np.ndarray:
         """True success probability of each environment (rows of ``envs``; default all)."""
         rows = np.arange(len(envs)) if rows is None else np.asarray(rows, dtype=np.int64)
         step = 1.0 / (1.0 + np.exp(-self._logits(envs, rows)))
-        return np.where(envs.mask[rows], step, 1.0).prod(axis=1)
+        p: np.ndarray = np.where(envs.mask[rows], step, 1.0).prod(axis=1)
+        return p
 
     def update(self, envs: CompiledEnvs, rows: Sequence[int], rewards: Sequence[Sequence[float]],
                batch_size: int) -> int:
         """One GRPO step on the groups (``rows[j]`` rolled out with ``rewards[j]``); the step is averaged
         over ``batch_size`` slots. Returns how many groups carried any signal."""
         weights, used = [], []
-        for row, r in zip(rows, rewards):
-            r = np.asarray(r, dtype=np.float64)
+        for row, group_rewards in zip(rows, rewards, strict=False):
+            r = np.asarray(group_rewards, dtype=np.float64)
             adv = r - r.mean()
             if not np.any(adv):
                 continue  # all equal: zero advantage, nothing to learn

@@ -13,9 +13,15 @@ from __future__ import annotations
 import os
 import random
 from functools import cache
+from typing import TYPE_CHECKING
 
 from envevo.schedule._records import EnvRecord, ScheduleError
 from envevo.trace import Step, Trace
+
+if TYPE_CHECKING:
+    from envevo.catalog import CatalogPrior
+
+Pairs = list[tuple[str, str]]
 
 
 def load_lineages(run_dir: str | os.PathLike[str], *, verified_only: bool = True) -> list[list[EnvRecord]]:
@@ -59,7 +65,7 @@ def load_lineages(run_dir: str | os.PathLike[str], *, verified_only: bool = True
 
 
 @cache
-def _catalog():
+def _catalog() -> tuple[CatalogPrior, Pairs, dict[str, str]]:
     from envevo.catalog import GOAL_CATEGORIES, SCENARIOS, SKILLS, CatalogPrior, compatible
 
     prior = CatalogPrior()
@@ -75,7 +81,7 @@ def _goal_weights(goal: str) -> list[float]:
     return [prior.p_scenario(s, goal) * prior.p_skill(k, s, goal) for s, k in pairs]
 
 
-def _evolve_once(rng: random.Random, goal: str, pairs: list[tuple[str, str]], max_len: int):
+def _evolve_once(rng: random.Random, goal: str, pairs: Pairs, max_len: int) -> tuple[str | None, Pairs]:
     """One generation: the first direction (in a fresh shuffled order) that can make an edit."""
     prior, all_pairs, _ = _catalog()
     from envevo.catalog import compatible
@@ -94,17 +100,17 @@ def _evolve_once(rng: random.Random, goal: str, pairs: list[tuple[str, str]], ma
             i = rng.randrange(len(pairs))
             s, k = pairs[i]
             cur = prior.neg_log_p_scenario(s, goal)
-            opts = [a for a, b in all_pairs if b == k and a not in used and prior.neg_log_p_scenario(a, goal) > cur]
-            if opts:
-                return d, pairs[:i] + [(rng.choice(opts), k)] + pairs[i + 1:]
+            scenarios = [a for a, b in all_pairs if b == k and a not in used and prior.neg_log_p_scenario(a, goal) > cur]
+            if scenarios:
+                return d, pairs[:i] + [(rng.choice(scenarios), k)] + pairs[i + 1:]
         elif d == "skill":
             i = rng.randrange(len(pairs))
             s, k = pairs[i]
             cur = prior.neg_log_p_skill(k, s, goal)
-            opts = [b for a, b in all_pairs if a == s and b != k and compatible(s, b)
-                    and prior.neg_log_p_skill(b, s, goal) > cur]
-            if opts:
-                return d, pairs[:i] + [(s, rng.choice(opts))] + pairs[i + 1:]
+            skills = [b for a, b in all_pairs if a == s and b != k and compatible(s, b)
+                      and prior.neg_log_p_skill(b, s, goal) > cur]
+            if skills:
+                return d, pairs[:i] + [(s, rng.choice(skills))] + pairs[i + 1:]
     return None, pairs
 
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from envevo.schedule._base import Scheduler, register
+from envevo.schedule._base import Scheduler
+from envevo.schedule._records import EnvTable, Lineages
 
 
-@register("plr", "Prioritized Level Replay: rank-prioritized by last |advantage|, mixed with staleness")
 class PLRScheduler(Scheduler):
     """PLR on a finite pool.
 
@@ -22,9 +22,11 @@ class PLRScheduler(Scheduler):
     - Environments served but not yet scored are neither new nor replayable until their group arrives.
     """
 
+    name = "plr"
+
     _ARRAYS = Scheduler._ARRAYS + ("_score", "_scored")
 
-    def __init__(self, lineages, *, group_size: int = 8, seed: int = 0, pass_threshold: float = 1.0,
+    def __init__(self, lineages: Lineages | EnvTable, *, group_size: int = 8, seed: int = 0, pass_threshold: float = 1.0,
                  temperature: float = 0.1, staleness: float = 0.1) -> None:
         super().__init__(lineages, group_size=group_size, seed=seed, pass_threshold=pass_threshold)
         self.temperature = float(temperature)

@@ -6,12 +6,12 @@ from typing import Any
 
 import numpy as np
 
-from envevo.schedule._base import Scheduler, register
+from envevo.schedule._base import Scheduler
+from envevo.schedule._records import EnvTable, Lineages
 
 NORMAL, EASY, HARD = 0, 1, 2
 
 
-@register("pools", "prime-rl difficulty pools: easy/normal/hard by last mean reward, fixed sampling fractions")
 class PoolsScheduler(Scheduler):
     """Every environment starts in the normal pool. After each group its mean reward moves it: ≥
     ``easy_threshold`` → easy, ≤ ``hard_threshold`` → hard, otherwise normal. A batch of n takes
@@ -20,9 +20,11 @@ class PoolsScheduler(Scheduler):
     documented example (0.8 / 0.2); the fractions default to 0.1 each, so that environments can leave the
     easy and hard pools as the policy changes (prime-rl's own default of 0 retires them)."""
 
+    name = "pools"
+
     _ARRAYS = Scheduler._ARRAYS + ("_pool",)
 
-    def __init__(self, lineages, *, group_size: int = 8, seed: int = 0, pass_threshold: float = 1.0,
+    def __init__(self, lineages: Lineages | EnvTable, *, group_size: int = 8, seed: int = 0, pass_threshold: float = 1.0,
                  easy_threshold: float = 0.8, hard_threshold: float = 0.2, easy_fraction: float = 0.1,
                  hard_fraction: float = 0.1) -> None:
         super().__init__(lineages, group_size=group_size, seed=seed, pass_threshold=pass_threshold)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -41,10 +41,11 @@ class EnvRecord(BaseModel):
     task_hash: str | None = None
 
 
-Lineages: TypeAlias = Sequence[Sequence[EnvRecord | Mapping[str, Any]]] | Sequence[EnvRecord | Mapping[str, Any]]
+type Lineages = Sequence[Sequence[EnvRecord | Mapping[str, Any]]] | Sequence[EnvRecord | Mapping[str, Any]]
 
 
-def _record(x: EnvRecord | Mapping[str, Any]) -> EnvRecord:
+def _record(x: object) -> EnvRecord:
+    # `object`: a malformed pool (a record where a lineage belongs, or the reverse) reaches here and is refused.
     if isinstance(x, EnvRecord):
         return x
     if isinstance(x, Mapping):
@@ -61,11 +62,11 @@ def normalize_lineages(lineages: Lineages) -> list[list[EnvRecord]]:
     if all(isinstance(x, (EnvRecord, Mapping)) for x in items):
         groups: dict[str, list[EnvRecord]] = {}
         for x in items:
-            r = _record(x)  # type: ignore[arg-type]
+            r = _record(x)
             groups.setdefault(r.lineage, []).append(r)
         nested = list(groups.values())
     else:
-        nested = [[_record(x) for x in lin] for lin in items]  # type: ignore[union-attr]
+        nested = [[_record(x) for x in lin] for lin in items]
     out: list[list[EnvRecord]] = []
     seen: set[str] = set()
     names: set[str] = set()

@@ -14,6 +14,8 @@ import matplotlib
 matplotlib.use("Agg")  # headless; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 from envevo.schedule._simulate import SIMULATION_LABEL, SimulationResult  # noqa: E402
 
@@ -80,16 +82,17 @@ def _curves(result: SimulationResult, attr: str) -> dict[str, np.ndarray]:
     return {k: np.asarray(v, dtype=float).mean(axis=0) for k, v in out.items()}
 
 
-def _png(fig) -> bytes:
+def _png(fig: Figure) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
     return buf.getvalue()
 
 
-def _style(ax, result: SimulationResult) -> None:
+def _style(ax: Axes, result: SimulationResult) -> None:
     if len(result.schedulers) > 10:
-        ax.set_prop_cycle(color=plt.cm.tab20.colors)
+        # tab20 is a ListedColormap (it has .colors); matplotlib's stubs type plt.cm's members as Colormap.
+        ax.set_prop_cycle(color=plt.cm.tab20.colors)  # type: ignore[attr-defined]
 
 
 def _line(spec: str, result: SimulationResult) -> dict[str, Any]:
@@ -140,7 +143,7 @@ def _summary_plot(result: SimulationResult) -> bytes:
                ("partial_frac", "partial groups\nall steps"), ("heldout_success", "held-out\nsuccess")]
     fig, axes = plt.subplots(1, len(metrics), figsize=(13, 3.6))
     specs = result.schedulers
-    for ax, (m, title) in zip(axes, metrics):
+    for ax, (m, title) in zip(axes, metrics, strict=True):
         means = [result.summary[s][m]["mean"] or 0.0 for s in specs]
         err = [[(result.summary[s][m]["mean"] or 0) - (result.summary[s][m]["lo"] or result.summary[s][m]["mean"] or 0)
                 for s in specs],

@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from envevo.schedule._base import Scheduler, register
+from envevo.schedule._base import Scheduler
+from envevo.schedule._records import EnvTable, Lineages
 
 
-@register("sfl", "SFL: a buffer of the most learnable environments by p(1−p), mixed with uniform draws")
 class SFLScheduler(Scheduler):
     """Learnability p(1 − p) is largest at p = 0.5, where a group of B rollouts is least likely to be all
     pass or all fail. The pass-rate estimate p̂ of an environment is an exponential moving average of its
@@ -18,9 +18,11 @@ class SFLScheduler(Scheduler):
     the ``buffer_frac`` most learnable observed environments (at least n), uniformly, and the rest
     uniformly from the whole pool (which is also how unobserved environments get estimated)."""
 
+    name = "sfl"
+
     _ARRAYS = Scheduler._ARRAYS + ("_phat",)
 
-    def __init__(self, lineages, *, group_size: int = 8, seed: int = 0, pass_threshold: float = 1.0,
+    def __init__(self, lineages: Lineages | EnvTable, *, group_size: int = 8, seed: int = 0, pass_threshold: float = 1.0,
                  rho: float = 0.5, buffer_frac: float = 0.1, ema: float = 0.5) -> None:
         super().__init__(lineages, group_size=group_size, seed=seed, pass_threshold=pass_threshold)
         self.rho, self.buffer_frac, self.ema = float(rho), float(buffer_frac), float(ema)

@@ -139,7 +139,7 @@ def run_one(spec: str, table: EnvTable, heldout: Sequence[EnvRecord], config: Si
         rows = np.fromiter((table.index[e] for e in ids), dtype=np.int64, count=len(ids))
         p = learner.success(train, rows)
         draws = (rng.random((len(ids), B)) < p[:, None]).astype(np.float64)
-        return [(e, int(r), d.tolist()) for e, r, d in zip(ids, rows, draws)]
+        return [(e, int(r), d.tolist()) for e, r, d in zip(ids, rows, draws, strict=True)]
 
     for t in range(config.steps):
         rolled = roll(sched.next(n))
@@ -255,8 +255,8 @@ def simulate(
             paired[spec] = {}
             for m in METRICS:
                 diffs = []
-                for s in seeds:
-                    a, b = by[spec, s].metrics[m], by[reference, s].metrics[m]
+                for seed in seeds:
+                    a, b = by[spec, seed].metrics[m], by[reference, seed].metrics[m]
                     diffs.append(None if a is None or b is None else a - b)
                 paired[spec][m] = mean_ci(diffs)
     pool_info = {

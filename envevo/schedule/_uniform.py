@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from envevo.schedule._base import Scheduler, register
+from envevo.schedule._base import Scheduler
+from envevo.schedule._records import EnvTable, Lineages
 
 
-@register("random", "uniform over every environment of every generation")
 class RandomScheduler(Scheduler):
     """Each batch: distinct environments drawn uniformly (with replacement only when n exceeds the pool)."""
+
+    name = "random"
 
     def _select(self, n: int) -> list[int]:
         return self._uniform(n)
 
 
-@register("dapo", "DAPO dynamic sampling: uniform draws; zero-variance groups are dropped and refilled")
 class DAPOScheduler(Scheduler):
     """DAPO's dynamic sampling (Yu et al., 2025): prompts are drawn uniformly; a group whose rewards are all
     equal (all pass or all fail) carries no GRPO advantage and is dropped (``Observation.keep=False``), and
@@ -23,9 +24,11 @@ class DAPOScheduler(Scheduler):
     groups or its refill budget (DAPO's ``max_num_gen_batches``) runs out. ``pending_refill`` counts the
     dropped groups not yet replaced by a ``next`` call."""
 
+    name = "dapo"
+
     dynamic_sampling = True
 
-    def __init__(self, lineages, *, group_size: int = 8, seed: int = 0, pass_threshold: float = 1.0) -> None:
+    def __init__(self, lineages: Lineages | EnvTable, *, group_size: int = 8, seed: int = 0, pass_threshold: float = 1.0) -> None:
         super().__init__(lineages, group_size=group_size, seed=seed, pass_threshold=pass_threshold)
         self.pending_refill = 0
 

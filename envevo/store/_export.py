@@ -114,7 +114,7 @@ def export_harbor(
     Each task's ``[task].name`` becomes ``<org/>lineage__gNN`` so names are unique in the dataset, and
     ``[metadata.envevo.lineage]`` records where it came from. The folder appears complete or not at all.
     """
-    from envevo.task import save
+    from envevo.task import replace_dir, save
 
     out = Path(out_dir).expanduser().absolute()
     if out.exists() and not out.is_dir():
@@ -150,13 +150,7 @@ def export_harbor(
             save(task, tmp / name)
             written.append(out / name)
         os.chmod(tmp, 0o755)
-        if out.exists():
-            old = out.with_name(f".{out.name}.{os.getpid()}.old")
-            out.rename(old)
-            tmp.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(out)
+        replace_dir(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

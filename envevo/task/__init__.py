@@ -25,7 +25,16 @@ from envevo.task._images import (
     rewrite_images,
     task_images,
 )
-from envevo.task._load import content_hash, detect_format, dir_hash, expand_task_dirs, load_task, looks_like_task, save
+from envevo.task._load import (
+    content_hash,
+    detect_format,
+    dir_hash,
+    expand_task_dirs,
+    load_task,
+    looks_like_task,
+    replace_dir,
+    save,
+)
 from envevo.task._model import Task
 
 __all__ = [
@@ -66,6 +75,7 @@ __all__ = [
     "rewrite_dockerfile",
     "rewrite_images",
     "safe_relpath",
+    "replace_dir",
     "save",
     "task_images",
 ]

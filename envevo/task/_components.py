@@ -31,4 +31,4 @@ def check_component(name: str) -> Component:
 
     if name not in COMPONENTS:
         raise TaskError(f"unknown component {name!r}; choose one of: {', '.join(COMPONENTS)}")
-    return name  # type: ignore[return-value]
+    return name

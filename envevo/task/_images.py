@@ -204,7 +204,8 @@ def _environment_tables(config: dict[str, Any]) -> list[dict[str, Any]]:
     return [t for t in tables if isinstance(t, dict)]
 
 
-def materialize(task: Task | str | os.PathLike[str], image_map: ImageMap | Mapping[str, str], dest: str | os.PathLike[str] | None = None) -> Path:
+def materialize(task: Task | str | os.PathLike[str], image_map: ImageMap | Mapping[str, str],
+                dest: str | os.PathLike[str] | None = None) -> Path:
     """Write a copy of ``task`` (a Task or a task dir) with images rewritten; returns its path.
 
     Without ``dest`` the copy goes to a fresh temporary directory that the caller removes.
@@ -257,7 +258,7 @@ def expand_image_args(image: str, args: dict[str, str]) -> str | None:
     """``${X}``, ``$X`` and ``${X:-default}`` from global ARG defaults; None when a variable has no value."""
     missing = False
 
-    def sub(m: re.Match) -> str:
+    def sub(m: re.Match[str]) -> str:
         nonlocal missing
         name = m["a"] or m["b"]
         if args.get(name):

@@ -96,6 +96,18 @@ def load_task(
     return task
 
 
+def replace_dir(tmp: Path, dest: Path) -> None:
+    """Move the finished directory `tmp` to `dest`, replacing what is there with two renames, so `dest` is
+    never half-written; the old tree is removed after."""
+    if dest.exists():
+        old = dest.with_name(f".{dest.name}.{os.getpid()}.old")
+        dest.rename(old)
+        tmp.rename(dest)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        tmp.rename(dest)
+
+
 def save(task: Task, dest: str | os.PathLike[str], *, overwrite: bool = False, validate: bool = True) -> Path:
     """Write ``task`` to ``dest`` as a current-schema Harbor task directory; returns ``dest``.
 
@@ -114,13 +126,7 @@ def save(task: Task, dest: str | os.PathLike[str], *, overwrite: bool = False, v
     try:
         os.chmod(tmp, 0o755)
         write_tree(task.render_files(), tmp)
-        if dest.exists():
-            old = dest.with_name(f".{dest.name}.{os.getpid()}.old")
-            dest.rename(old)
-            tmp.rename(dest)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(dest)
+        replace_dir(tmp, dest)
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)
         raise TaskError(f"cannot save task to {dest}: {e.strerror or e}; check the path and permissions") from e

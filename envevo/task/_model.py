@@ -48,8 +48,9 @@ class Task(BaseModel):
     @property
     def name(self) -> str:
         task = self.config.get("task")
-        if isinstance(task, dict) and isinstance(task.get("name"), str):
-            return task["name"]
+        name = task.get("name") if isinstance(task, dict) else None
+        if isinstance(name, str):
+            return name
         return self.source.name if self.source is not None else "task"
 
     def content_hash(self) -> str:

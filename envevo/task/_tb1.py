@@ -119,7 +119,8 @@ def _instruction(spec: dict[str, Any], where: str) -> str:
         entries = [d for d in descriptions if isinstance(d, dict) and isinstance(d.get("description"), str)]
         base = [d for d in entries if d.get("key") == "base"] or entries
         if base:
-            return base[0]["description"]
+            description: str = base[0]["description"]  # checked to be a str above
+            return description
     raise TaskError(f"{where}/task.yaml has no 'instruction'; add the task description under instruction:")
 
 

@@ -5,6 +5,8 @@ most users of ξ never need. Estimators on higher floors (the llm estimator, the
 reached through the lazy registry `ESTIMATORS`.
 """
 
+from typing import Any
+
 from envevo.trace._corpus_source import RunSource
 from envevo.trace._difficulty import Difficulty, ReferenceDistribution, difficulty
 from envevo.trace._drift import DEFAULT_MAX_DRIFT, Drift, drift_reason, measure_drift
@@ -17,7 +19,7 @@ _LAZY = {"CorpusPrior": "envevo.trace._corpus", "load_corpus": "envevo.trace._co
          "default_model_dir": "envevo.trace._embed", "model_digest": "envevo.trace._embed"}
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:  # the lazily imported names, typed where they are defined
     if name in _LAZY:
         import importlib
 

@@ -53,6 +53,7 @@ import hashlib
 import json
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -172,7 +173,7 @@ def ramp(cos: np.ndarray, lo: float = LO, hi: float = HI) -> np.ndarray:
 class _Labels:
     """Distinct labels of one kind with their unit vectors, and the index of each occurrence's label."""
 
-    def __init__(self, labels: list[str], embed):
+    def __init__(self, labels: list[str], embed: Callable[[list[str]], np.ndarray]):
         distinct = sorted(set(labels))
         pos = {s: i for i, s in enumerate(distinct)}
         self.distinct = distinct
@@ -216,7 +217,7 @@ class CorpusPrior:
         self.K_skills = self._skill.effective_count(lo, hi)
         self._vec: dict[str, np.ndarray] = {}
         self._weights: dict[str, np.ndarray] = {}
-        self._memo: dict[tuple, float] = {}
+        self._memo: dict[tuple[str, ...], float] = {}
         params = json.dumps([alpha, open_vocab, beta, goal_weight, lo, hi, self.embeddings.digest])
         self.digest = hashlib.sha256((corpus.digest() + params).encode()).hexdigest()[:8]
         self.name = f"corpus-v1:{self.embeddings.model_name}:{len(corpus.traces)}t:{self.digest}"
@@ -225,7 +226,7 @@ class CorpusPrior:
     def notes(self) -> list[str]:
         return self.corpus.notes()
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, object]:
         return {"name": self.name, "tasks": len(self.corpus.traces), "pairs": self.n_pairs,
                 "distinct_scenarios": len(self._scen.distinct), "distinct_skills": len(self._skill.distinct),
                 "effective_scenarios": round(self.K_scenarios, 3), "effective_skills": round(self.K_skills, 3),

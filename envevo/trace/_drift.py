@@ -32,7 +32,7 @@ import re
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from pydantic import BaseModel, Field
 
@@ -40,6 +40,8 @@ from envevo.task import Task
 
 if TYPE_CHECKING:  # numpy loads with the encoder, not with the store's models
     import numpy as np
+
+    from envevo.trace._embed import Encoder
 
 METHOD = "drift-v1"
 #: The default of `envevo evolve --max-drift`; docs/drift.md gives the figures it is set from.
@@ -128,7 +130,7 @@ class DriftEncoder:
         self._lock = threading.Lock()  # the loop runs checks in threads
 
     @functools.cached_property
-    def _encoder(self):
+    def _encoder(self) -> Encoder:
         from envevo.trace._embed import load_encoder
 
         return load_encoder(self.model_dir.resolve())
@@ -155,10 +157,10 @@ class DriftEncoder:
     def _encode_chunks(self, chunks: list[str]) -> list[tuple[np.ndarray, int]]:
         keys = [hashlib.sha256(c.encode()).hexdigest() for c in chunks]
         with self._lock:
-            missing = sorted({(k, c) for k, c in zip(keys, chunks) if k not in self._cache})
+            missing = sorted({(k, c) for k, c in zip(keys, chunks, strict=True) if k not in self._cache})
             if missing:
                 vecs = self._encoder.encode([c for _, c in missing])
-                for (k, c), v in zip(missing, vecs):
+                for (k, c), v in zip(missing, vecs, strict=False):
                     self._cache[k] = (v, len(self._encoder._tok.encode(c).ids))
             out = []
             for k in keys:
@@ -175,7 +177,8 @@ class DriftEncoder:
         with self._lock:
             chunks = self._chunks(text) or [""]
         pairs = self._encode_chunks(chunks)
-        vec = sum(w * v.astype(np.float64) for v, w in pairs)
+        # An array: there is at least one chunk (`or [""]` above).
+        vec = cast("np.ndarray", sum(w * v.astype(np.float64) for v, w in pairs))
         norm = float(np.linalg.norm(vec))
         return vec / norm if norm > 0 else vec
 

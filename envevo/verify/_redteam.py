@@ -27,6 +27,7 @@ from envevo.task import Task, load_task
 from envevo.verify._evidence import quote, read_trial_logs
 from envevo.verify._verdict import VerifierReport
 from envevo.verify.exploits import SCRIPTED_AGENT, AgentAttack, exploit_names, get_exploit
+
 _TRIAL = re.compile(r"__rt-([a-z0-9_]+)__")
 
 
@@ -171,9 +172,8 @@ class RedTeamVerifier:
         reasons = broken + unknown
         if passed and tried:
             reasons = []
-        reasons += skipped
         return VerifierReport(name=self.name, passed=passed, inconclusive=bool(unknown) and not broken,
-                              reasons=reasons, runs=runs)
+                              reasons=reasons, notes=skipped, runs=runs)
 
 
 def _judge_attack(a: AgentAttack, tried: list[str], broken: list[str], unknown: list[str], skipped: list[str]) -> None:
@@ -212,4 +212,4 @@ def _planted(o: TrialOutcome) -> list[str]:
 def broken_by(report: VerifierReport) -> list[str]:
     """The exploits named in a red-team report's failures (not its inconclusive ones)."""
     return [r.split(":", 1)[0] for r in report.reasons
-            if not r.split(":", 1)[1].lstrip().startswith(("inconclusive", "skipped"))]
+            if not r.split(":", 1)[1].lstrip().startswith("inconclusive")]

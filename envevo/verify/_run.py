@@ -52,8 +52,9 @@ async def verify_tasks(
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     gate = gate or asyncio.Semaphore(concurrency)
-    attacks = [v.attack_task(task_dir, env, trials_dir / name, gate)  # type: ignore[attr-defined]
+    attacks = [v.attack_task(task_dir, env, trials_dir / name, gate)
                for name, task_dir in tasks for v in verifiers if hasattr(v, "attack_task")]
+    outcomes: list[TrialOutcome]
     outcomes, *_ = await asyncio.gather(
         run_trials([spec for _, _, spec in plan], concurrency=concurrency, retries=retries, on_done=done, gate=gate),
         *attacks)
@@ -62,7 +63,7 @@ async def verify_tasks(
     for i, (name, task_dir) in enumerate(tasks):
         reports = {}
         for v in verifiers:
-            runs = [o for (ti, vn, _), o in zip(plan, outcomes) if ti == i and vn == v.name]
+            runs = [o for (ti, vn, _), o in zip(plan, outcomes, strict=True) if ti == i and vn == v.name]
             # A verifier that also reads the task's files (the red team's static exploits) judges with its dir.
             judge_task = getattr(v, "judge_task", None)
             reports[v.name] = judge_task(task_dir, runs) if judge_task is not None else v.judge(runs)
@@ -88,10 +89,10 @@ async def verify_candidate(
     on_trial_done: Callable[[TrialOutcome], None] | None = None,
 ) -> Verdict:
     """One task through the container verifiers and the file checks (e.g. the rubric), all in parallel."""
-    (trial_verdict, *reports) = await asyncio.gather(
-        verify_tasks([(task.name, task_dir)], trials_dir, env=env, verifiers=verifiers, gate=gate, on_trial_done=on_trial_done),
-        *(c.check(task, task_dir) for c in checks),
-    )
-    verdict = trial_verdict[0]
+    # The container verifiers and the file checks run at the same time.
+    trials = asyncio.ensure_future(
+        verify_tasks([(task.name, task_dir)], trials_dir, env=env, verifiers=verifiers, gate=gate, on_trial_done=on_trial_done))
+    reports = await asyncio.gather(*(c.check(task, task_dir) for c in checks))
+    verdict = (await trials)[0]
     all_reports = {**verdict.reports, **{r.name: r for r in reports}}
     return Verdict(task=verdict.task, task_dir=task_dir, ok=all(r.passed for r in all_reports.values()), reports=all_reports)

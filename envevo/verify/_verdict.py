@@ -15,6 +15,9 @@ class VerifierReport(BaseModel):
     # No evidence either way (e.g. the test runner never ran): never a pass, and not the task's fault either.
     inconclusive: bool = False
     reasons: list[str] = Field(default_factory=list)
+    # What a user should know that is no finding against the task (an exploit skipped, and why). Not feedback: the
+    # Modifier cannot act on it, and a retry's inputs must not depend on it.
+    notes: list[str] = Field(default_factory=list)
     runs: list[TrialOutcome] = Field(default_factory=list)
 
 
@@ -47,6 +50,7 @@ class Verdict(BaseModel):
                 "passed": rep.passed,
                 "inconclusive": rep.inconclusive,
                 "reasons": rep.reasons,
+                "notes": rep.notes,
                 "runs": [r.model_dump(mode="json") for r in rep.runs],
             }
         return out

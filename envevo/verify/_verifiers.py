@@ -19,7 +19,6 @@ from envevo.verify._evidence import (
     pytest_failure_lines,
     quote,
     read_trial_logs,
-    tail,
 )
 from envevo.verify._verdict import VerifierReport
 

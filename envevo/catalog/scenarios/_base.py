@@ -131,7 +131,7 @@ class Scenario:
 
 def _fill(template: str, *names: str):
     """A declared pattern as the function a recipe takes: `{g}` (or `{k}`, `{v}`) filled in."""
-    return lambda *values: template.format(**dict(zip(names, values)))
+    return lambda *values: template.format(**dict(zip(names, values, strict=False)))
 
 
 def capabilities(cls: type[Scenario]) -> frozenset[str]:

@@ -103,7 +103,8 @@ class GitDocsRepo(_Git):
     id = "git_docs_repo"
 
     def content(self, key, group, value, rev):
-        return f"---\ntitle: {key.capitalize()}\nsection: {group}\nweight: {value}\n---\n\nAbout {key}." + (f" Revised {rev} times.\n" if rev else "\n")
+        return (f"---\ntitle: {key.capitalize()}\nsection: {group}\nweight: {value}\n---\n\nAbout {key}."
+                + (f" Revised {rev} times.\n" if rev else "\n"))
 
 
 SCENARIOS = (GitAppRepo, GitConfigRepo, GitDocsRepo)

@@ -167,7 +167,8 @@ class MavenProject(XmlRows, FileTree):
                 f"    for path in sorted(glob.glob({self.ROOT + '/*/pom.xml'!r})):\n"
                 "        p = ET.parse(path).getroot()\n")
         return R.XmlSrc(
-            code=head + "        yield p.findtext('artifactId'), p.findtext('packaging'), len(p.findall('./dependencies/dependency')), ''\n",
+            code=head + "        yield p.findtext('artifactId'), p.findtext('packaging'), "
+                        "len(p.findall('./dependencies/dependency')), ''\n",
             wrong=head + "        yield p.findtext('artifactId'), p.findtext('packaging'), len(p.findall('dependency')), ''\n",
             wrong_sim=lambda rows: [(r.key, r.group, 0) for r in rows])
 
@@ -187,7 +188,8 @@ class TarBackup(Scenario):
         return out[: r.value - 1] + "\n"
 
     def archive(self, inst):
-        return R.ArchiveSrc(path=self.PATH, key_re=lambda alt: f"/({alt})\\.dat$", key_sed="s#.*/##; s/\\.dat$//", members={r.key: f"srv/{r.group}/{r.key}.dat" for r in inst.rows},
+        return R.ArchiveSrc(path=self.PATH, key_re=lambda alt: f"/({alt})\\.dat$", key_sed="s#.*/##; s/\\.dat$//",
+                            members={r.key: f"srv/{r.group}/{r.key}.dat" for r in inst.rows},
                             texts={r.key: self._text(r) for r in inst.rows})
 
     def render(self, inst):

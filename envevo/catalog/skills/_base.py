@@ -223,8 +223,16 @@ def records_line(out: str, value: str) -> str:
             "(byte order), with the value as a JSON number.")
 
 
+TAB = "$'\\t'"  # a tab character as a bash argument (sort -t, join -t)
+
+
 def restrict_grep(io: StepIO) -> str:
     return "" if io.first else f" | grep -Fx -f {io.keys}"
+
+
+def restrict_join(io: StepIO) -> str:
+    """Keep only the tab-separated lines whose first field is one of the previous step's keys (input sorted)."""
+    return "" if io.first else f" | join -t{TAB} {io.keys} -"
 
 
 def awk_var(io: StepIO) -> str:

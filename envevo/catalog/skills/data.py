@@ -64,7 +64,8 @@ class SqlAggregate(Skill):
         src = sc.sql(inst)
         load, cond = _sql_keys(io)
         q = lambda order: (f"SELECT key, SUM(value) FROM ({src.rows_sql}) WHERE grp = '{g}'{cond} GROUP BY key ORDER BY {order};")
-        req = (f"{sc.where} Using SQL, total the {sc.value_label} per {sc.entity} over the {plural(sc.row_label)} of {plural(sc.entity)} whose "
+        req = (f"{sc.where} Using SQL, total the {sc.value_label} per {sc.entity} over the {plural(sc.row_label)} "
+               f"of {plural(sc.entity)} whose "
                f"{sc.group_label} is `{g}`.{scope_phrase(sc, io)} " + table_line(io.out_path, sc.entity, "total"))
         return Draft(inst, value, f"{load}{src.cmd(q('key'))} > {io.out_path}", f"{load}{src.cmd(q('2 DESC'))} > {io.out_path}",
                      req, wrong_differs=differs)

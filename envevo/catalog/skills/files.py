@@ -17,13 +17,12 @@ from envevo.catalog.skills._base import (
     plural,
     population,
     restrict_grep,
+    restrict_join,
     scope_phrase,
     scoped,
     soft,
     table_line,
 )
-
-TAB = "$'\\t'"
 
 
 def _in_scope_sh(io) -> str:
@@ -149,7 +148,8 @@ class XargsBatch(Skill):
         listing = (f"find {src.root} -type f -name '{src.glob}' -printf '%P\\n' | while IFS= read -r p; do\n"
                    f"  k=$(printf '%s\\n' \"$p\" | sed '{src.key_sed}')\n"
                    f"  if {'true' if io.first else 'grep -qx \"$k\" ' + io.keys}; then printf '%s\\n' \"{src.root}/$p\"; fi\ndone")
-        post = (f" | while read -r n p; do\n  printf '%s\\t%s\\n' \"$(printf '%s\\n' \"${{p#{src.root}/}}\" | sed '{src.key_sed}')\" \"$n\"\n"
+        post = (f" | while read -r n p; do\n"
+                f"  printf '%s\\t%s\\n' \"$(printf '%s\\n' \"${{p#{src.root}/}}\" | sed '{src.key_sed}')\" \"$n\"\n"
                 f"done | sort > {io.out_path}")
         differs = len(value) >= 2  # wc adds a "total" line when it gets several files at once
         req = (f"{sc.where} Count the lines of each {sc.entity}'s file (`{src.glob}` under `{src.root}`).{scope_phrase(sc, io)} "
@@ -180,7 +180,7 @@ class OpensslInspect(Skill):
             glob = f"{tmp}/*.pem"
         else:
             split, glob = "", src.glob
-        restrict = "" if io.first else f" | join -t{TAB} {io.keys} -"
+        restrict = restrict_join(io)
         loop = lambda test: (
             f"{split}for f in {glob}; do\n"
             "  k=$(openssl x509 -in \"$f\" -noout -subject -nameopt RFC2253 | sed -E 's/.*CN=([^.,]+).*/\\1/')\n"

@@ -10,6 +10,7 @@ from envevo.catalog._rows import day, days_between
 from envevo.catalog.skills._base import (
     AWK_IN,
     AWK_KEYS,
+    TAB,
     Draft,
     Skill,
     awk_var,
@@ -24,13 +25,12 @@ from envevo.catalog.skills._base import (
     plural,
     population,
     restrict_grep,
+    restrict_join,
     scope_phrase,
     scoped,
     soft,
     table_line,
 )
-
-TAB = "$'\\t'"
 
 
 def has_group(sc, g: str) -> str:
@@ -102,7 +102,8 @@ class AwkAggregate(Skill):
         head = AWK_KEYS + "\nfunction emit(k, g, v, d) { if (g == \"%s\" && %s) tot[k] += v }"
         tail = 'END { for (k in tot) printf "%s\\t%d\\n", k, tot[k] }'
         oracle = src.cmd(head % (g, AWK_IN), tail, awk_var(io)) + f" | sort > {io.out_path}"
-        wrong = src.cmd(AWK_KEYS + f"\nfunction emit(k, g, v, d) {{ if ({AWK_IN}) tot[k] += v }}", tail, awk_var(io)) + f" | sort > {io.out_path}"
+        wrong = (src.cmd(AWK_KEYS + f"\nfunction emit(k, g, v, d) {{ if ({AWK_IN}) tot[k] += v }}", tail, awk_var(io))
+                 + f" | sort > {io.out_path}")
         req = (f"{sc.where} For each {sc.entity}, add up the {sc.value_label} of its {plural(sc.row_label)} whose {sc.group_label} "
                f"is `{g}` ({plural(sc.entity)} without any such {sc.row_label} are left out).{scope_phrase(sc, io)} "
                + table_line(io.out_path, sc.entity, "total"))
@@ -151,7 +152,8 @@ class SortRank(Skill):
         head = AWK_KEYS + f"\nfunction emit(k, g, v, d) {{ if ({AWK_IN} && (!(k in best) || v + 0 > best[k])) best[k] = v + 0 }}"
         pre = src.cmd(head, 'END { for (k in best) printf "%s\\t%d\\n", k, best[k] }', awk_var(io))
         over = f" over all its {plural(sc.row_label)}" if not sc.entity_group or sc.per_key != (1, 1) else ""
-        req = (f"{sc.where} Rank the {plural(sc.entity)} by their largest {sc.value_label}{over} and keep the top {k}.{scope_phrase(sc, io)} "
+        req = (f"{sc.where} Rank the {plural(sc.entity)} by their largest {sc.value_label}{over} "
+               f"and keep the top {k}.{scope_phrase(sc, io)} "
                + table_line(io.out_path, sc.entity, sc.value_label, "highest value first, ties broken by name in byte order"))
         return Draft(inst, value, f"{pre} | sort -t{TAB} -k2,2nr -k1,1 | head -n {k} > {io.out_path}",
                      f"{pre} | sort -t{TAB} -k2,2r -k1,1 | head -n {k} > {io.out_path}", req, wrong_differs=differs)
@@ -207,7 +209,7 @@ class CutPasteTr(Skill):
         value = sorted({(r.key, r.group.lower()) for r in scoped(inst, io)})
         need(enough(len({k for k, _ in value}), io, strict))
         src = sc.cut(inst)
-        restrict = "" if io.first else f" | join -t{TAB} {io.keys} -"
+        restrict = restrict_join(io)
         make = lambda grp: (f"paste <({src.stream} | {src.key}) <({src.stream} | {grp} | tr '[:upper:]' '[:lower:]') "
                             f"| sort -u{restrict} > {io.out_path}")
         req = (f"{sc.where} List every {sc.entity} with its {sc.group_label} converted to lower case, one line per distinct "

@@ -21,7 +21,7 @@ from envevo.schedule._records import EnvRecord, ScheduleError
 ENV_ID, LINEAGE, GENERATION, D_T = "env_id", "lineage", "generation", "D_T"
 
 
-def lineages_from_rows(rows: Iterable[Mapping[str, Any]]) -> list[list[EnvRecord]]:
+def lineages_from_rows(rows: Iterable[Mapping[str, Any]]) -> list[EnvRecord]:
     """The lineage pool described by dataset rows (each with ``env_id``, ``lineage``, ``generation``).
 
     A row may appear more than once (a dataset that repeats an environment); it must agree with itself."""

@@ -20,11 +20,14 @@ The train dataset holds one row per environment with a column ``env_id`` (its ex
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accelerate.utils import gather_object
 from torch.utils.data import Sampler
 from trl import GRPOTrainer
+
+if TYPE_CHECKING:
+    import torch
 
 from envevo.schedule._base import Observation, Scheduler
 from envevo.schedule._records import ScheduleError
@@ -104,7 +107,9 @@ class EnvevoGRPOTrainer(GRPOTrainer):
             repeat_count=self.num_iterations * self.args.steps_per_generation,
         )
 
-    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+    # Overrides of GRPOTrainer internals: trl's own (unannotated) signatures, with the types trl passes.
+    def _calculate_rewards(self, inputs: list[dict[str, Any]], prompts: list[Any], completions: list[Any],
+                           completion_ids_list: list[list[int]]) -> torch.Tensor:
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         if self.model.training:
             env_ids = gather_object([row[self.env_column] for row in inputs])
@@ -114,7 +119,7 @@ class EnvevoGRPOTrainer(GRPOTrainer):
             self.curriculum_observations.extend(obs)
         return rewards_per_func
 
-    def _save_checkpoint(self, model, trial):  # the scheduler state travels with every checkpoint
+    def _save_checkpoint(self, model: torch.nn.Module, trial: Any) -> None:  # the scheduler state travels with every checkpoint
         super()._save_checkpoint(model, trial)
         if self.args.should_save:
             import json

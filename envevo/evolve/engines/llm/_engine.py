@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envevo.errors import TaskError
 from envevo.evolve._engine import GenerationContext, Proposal, Review
@@ -34,6 +34,9 @@ from envevo.llm import (
 from envevo.task import Task, load_task
 from envevo.trace import Direction, Effort, Step, Trace
 from envevo.verify import InvalidTestVerifier, OracleVerifier, verify_tasks
+
+if TYPE_CHECKING:
+    from envevo.store import LineageStore
 
 
 def files_digest(task: Task) -> str:
@@ -63,7 +66,7 @@ def trace_from_metadata(task: Task) -> Trace | None:
         return None
 
 
-def _without_meta(task: Task) -> tuple[dict, dict]:
+def _without_meta(task: Task) -> tuple[dict[str, Any], dict[str, Any]]:
     config = {k: v for k, v in task.config.items() if k != "metadata"}
     meta = {k: v for k, v in (task.config.get("metadata") or {}).items() if k != "envevo"}
     return task.files, {"config": config, "metadata": meta}
@@ -104,7 +107,7 @@ class LLMEngine:
     async def preflight(self) -> None:
         await self.runtime.preflight()
 
-    def attach_store(self, store) -> None:
+    def attach_store(self, store: LineageStore) -> None:
         """Write every response's usage to the store, and start budgets from what it already recorded."""
         attach_store(self.runtime.meter, store)
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envevo.evolve.engines.llm._engine import LLMEngine
 from envevo.evolve.engines.llm._judge import RubricJudge
 from envevo.evolve.engines.llm._sandbox import ContainerShell
 from envevo.llm import PROJECT_RUBRIC, LLMRuntime, LLMSettings, Rubric, UsageRecord, default_rubric, load_rubric
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
 
 
 def task_rubric(settings: LLMSettings, extra: Sequence[Path] = ()) -> Rubric:
@@ -25,7 +29,7 @@ def build_llm_engine(
     env: str = "podman",
     rubric_files: Sequence[Path] = (),
     on_usage: Callable[[UsageRecord], None] | None = None,
-    models: dict | None = None,
+    models: Mapping[str, Model] | None = None,
     container_shell: bool = True,
 ) -> tuple[LLMEngine, list[RubricJudge]]:
     """The engine and its checks (the rubric judge). Raises LLMConfigError for a missing model or a bad rubric."""

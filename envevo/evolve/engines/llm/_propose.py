@@ -9,6 +9,7 @@ back to the original strings first, so "unchanged" pairs compare equal.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from pydantic import BaseModel, Field
 from pydantic_ai import ModelRetry
@@ -59,7 +60,7 @@ def plan_problems(before: Trace, after: Trace, direction: Direction, effort: Eff
     return problems
 
 
-def edits(before: Trace, after: Trace) -> list[dict]:
+def edits(before: Trace, after: Trace) -> list[dict[str, Any]]:
     return [{"op": tag, "at": i1 + 1, "before": [s.model_dump() for s in before.steps[i1:i2]],
              "after": [s.model_dump() for s in after.steps[j1:j2]]} for tag, i1, i2, j1, j2 in edit_spans(before, after)]
 
@@ -76,14 +77,14 @@ async def propose(runtime: LLMRuntime, task: Task, trace: Trace, direction: Dire
                   feedback: list[str], *, lineage: str, generation: int) -> Proposal:
     prompt = load_prompt("proposer-plan")
     agent = runtime.agent("proposer", PlanDraft, prompt.instructions)
-    last: dict[str, object] = {}
+    last: dict[str, PlanDraft] = {}  # the latest rule-breaking draft
 
     @agent.output_validator
     def _checked(draft: PlanDraft) -> PlanDraft:
         after = snap(trace, draft)
         problems = plan_problems(trace, after, direction, effort, draft)
         if problems:
-            last.update(draft=draft, after=after)
+            last.update(draft=draft)
             raise ModelRetry("The plan breaks the rules: " + "; ".join(problems) + ". Rewrite ξ′ and the plan.")
         return draft
 
@@ -97,6 +98,6 @@ async def propose(runtime: LLMRuntime, task: Task, trace: Trace, direction: Dire
         else:  # malformed output or a refusal: an unchanged ξ, which the loop rejects and records with the reason
             return Proposal(direction=direction, effort=effort, before=trace, after=trace,
                             summary=f"no usable plan from the proposer: {e}", plan={"error": str(e), **meta})
-    after = snap(trace, draft)  # type: ignore[arg-type]
+    after = snap(trace, draft)
     plan = {"rationale": draft.rationale, "changes": draft.changes.model_dump(), "edits": edits(trace, after), **meta}
     return Proposal(direction=direction, effort=effort, before=trace, after=after, plan=plan, summary=draft.summary)

@@ -28,6 +28,7 @@ import time
 import tomllib
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -71,7 +72,7 @@ def clip(text: str, limit: int = OUTPUT_LIMIT) -> str:
     return f"{text[:half]}\n[… {len(text) - limit} characters cut …]\n{text[-half:]}"
 
 
-def _environment_table(task_dir: Path) -> dict:
+def _environment_table(task_dir: Path) -> dict[str, Any]:
     try:
         return dict(tomllib.loads((task_dir / "task.toml").read_text()).get("environment") or {})
     except (OSError, tomllib.TOMLDecodeError):

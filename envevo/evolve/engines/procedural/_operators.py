@@ -148,7 +148,7 @@ def _size(old: Pairs, new: Pairs) -> int:
     """How many pairs an edit inserts or replaces."""
     if len(new) != len(old):
         return len(new) - len(old)
-    return sum(a != b for a, b in zip(old, new))
+    return sum(a != b for a, b in zip(old, new, strict=True))
 
 
 def candidates(chain: Chain, direction: Direction | str, effort: Effort | str, rng: random.Random,

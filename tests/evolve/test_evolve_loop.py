@@ -1,0 +1,202 @@
+"""The generation loop with a scripted engine and no containers: budgets, direction order, effort and
+direction checks done by the loop itself, termination reasons, and what gets stored."""
+
+import asyncio
+
+from envevo.evolve import EvolveConfig, GenerationContext, Proposal, Review, direction_order, evolve
+from envevo.store import LineageStore
+from envevo.task import load_task
+from envevo.trace import Direction, Effort, Step, Trace
+from envevo.verify import VerifierReport
+from tests.conftest import FIXTURES
+
+
+class Uniform:
+    name = "uniform"
+
+    def neg_log_p_scenario(self, scenario, goal):
+        return 1.0
+
+    def neg_log_p_skill(self, skill, scenario, goal):
+        return 2.0
+
+
+def trace_of(task) -> Trace:
+    return Trace(**task.envevo_metadata["trace"])
+
+
+class ScriptedEngine:
+    """Length edits only; `bad_first` makes the first proposal of each direction break the effort bound."""
+
+    name = "scripted"
+
+    def __init__(self, bad_first=False, refuse=()):
+        self.bad_first = bad_first
+        self.refuse = set(refuse)
+        self.calls = []
+
+    def reference(self):
+        return Uniform()
+
+    async def extract_trace(self, task):
+        return trace_of(task)
+
+    async def propose(self, task, trace, direction, effort, feedback, ctx: GenerationContext):
+        self.calls.append((ctx.generation, direction, tuple(feedback)))
+        if direction in self.refuse or direction is not Direction.LENGTH:
+            return None
+        n = 2 if (self.bad_first and not feedback) else 1  # two separate inserts break high effort
+        steps = list(trace.steps)
+        new = Step(scenario=f"s{len(steps)}", skill=f"k{len(steps)}")
+        if n == 2:
+            steps = [new] + steps + [Step(scenario="z", skill="z")]
+        else:
+            steps = steps + [new]
+        return Proposal(direction=direction, effort=effort, before=trace, after=Trace(goal=trace.goal, steps=tuple(steps)))
+
+    async def review(self, task, proposal, ctx):
+        return Review(accepted=True)
+
+    async def modify(self, task, proposal, feedback, ctx):
+        cand = task.model_copy(deep=True)
+        cand.write("instruction.md", task.instruction + f"\nStep {proposal.after.L}.\n")
+        cand.update_envevo_metadata(trace=proposal.after.model_dump(mode="json"))
+        return cand
+
+
+class Gate:
+    """A rubric-slot check that fails the first `fail_first` candidates."""
+
+    name = "rubric"
+
+    def __init__(self, fail_first=0):
+        self.left = fail_first
+
+    async def check(self, task, task_dir):
+        if self.left > 0:
+            self.left -= 1
+            return VerifierReport(name="rubric", passed=False, reasons=["instruction too vague"])
+        return VerifierReport(name="rubric", passed=True)
+
+
+def seed_task():
+    task = load_task(FIXTURES / "runtime" / "hello")
+    task.update_envevo_metadata(trace=Trace(goal="g", steps=(Step(scenario="a", skill="x"),)).model_dump(mode="json"))
+    return task
+
+
+def run(tmp_path, engine, generations=3, check=None, effort=Effort.HIGH, env_budget=3):
+    store = LineageStore.open(tmp_path / "run")
+    seed = seed_task()
+    lid = store.create_lineage("hello", seed, trace=trace_of(seed))
+    cfg = EvolveConfig(generations=generations, effort=effort, env_budget=env_budget)
+    statuses = asyncio.run(evolve(store, [lid], engine, cfg, checks=[check or Gate()], verifiers=[]))
+    return store, lid, statuses[lid]
+
+
+def test_lineage_reaches_the_requested_generations(tmp_path):
+    store, lid, status = run(tmp_path, ScriptedEngine(), generations=3)
+    assert status == "done"
+    versions = store.versions(lid)
+    assert [v.generation for v in versions] == [0, 1, 2, 3]
+    assert [v.L for v in versions[1:]] == [2, 3, 4]
+    assert all(v.direction == "length" and v.verified for v in versions[1:])
+    assert versions[-1].difficulty.D_T == 4 * 3.0
+    assert {"instruction", "config"} <= set(versions[1].mutated)
+
+
+def test_effort_violations_are_rejected_by_the_loop_and_fed_back(tmp_path):
+    engine = ScriptedEngine(bad_first=True)
+    store, lid, status = run(tmp_path, engine, generations=1)
+    assert status == "done"
+    plans = store.plans(lid, 1)
+    rejected = [p for p in plans if not p.accepted and p.proposal is not None]
+    assert rejected and "contiguous span" in rejected[0].feedback
+    # The feedback reached the engine's next proposal.
+    assert any(fb and "contiguous span" in fb[0] for _, _, fb in engine.calls)
+
+
+def test_failed_verifications_are_stored_and_retried(tmp_path):
+    store, lid, status = run(tmp_path, ScriptedEngine(), generations=1, check=Gate(fail_first=2))
+    assert status == "done"
+    cands = store.candidates(lid, 1)
+    assert [c.accepted for c in cands] == [False, False, True]
+    assert "instruction too vague" in " ".join(cands[0].reasons)
+
+
+def test_lineage_terminates_with_a_reason_when_every_direction_fails(tmp_path):
+    store, lid, status = run(tmp_path, ScriptedEngine(refuse=list(Direction)), generations=2)
+    assert status == "terminated"
+    lin = store.lineage(lid)
+    assert "all directions failed" in lin.reason
+    assert lin.latest_generation == 0
+
+
+def test_env_budget_exhaustion_moves_on_and_terminates(tmp_path):
+    store, lid, status = run(tmp_path, ScriptedEngine(), generations=1, check=Gate(fail_first=99), env_budget=2)
+    assert status == "terminated"
+    assert "no candidate verified within 2 rounds" in store.lineage(lid).reason
+    assert len(store.candidates(lid, 1)) == 2
+
+
+def test_direction_order_is_shuffled_per_generation_and_reproducible():
+    orders = {tuple(direction_order(7, "lin", g)) for g in range(1, 16)}
+    assert len(orders) > 1
+    assert direction_order(7, "lin", 3) == direction_order(7, "lin", 3)
+    assert sorted(direction_order(1, "x", 1)) == sorted(Direction)
+    # A subset keeps the full order's relative positions, so one lever can be isolated reproducibly.
+    full = direction_order(7, "lin", 4)
+    two = [Direction.SKILL, Direction.LENGTH]
+    assert direction_order(7, "lin", 4, two) == [d for d in full if d in two]
+
+
+def test_a_run_restricted_to_one_direction_uses_only_it(tmp_path):
+    store = LineageStore.open(tmp_path / "run")
+    seed = seed_task()
+    lid = store.create_lineage("hello", seed, trace=trace_of(seed))
+    engine = ScriptedEngine()  # it only ever edits length: allowed scenario alone, the lineage must end
+    cfg = EvolveConfig(generations=2, directions=[Direction.SCENARIO])
+    statuses = asyncio.run(evolve(store, [lid], engine, cfg, checks=[Gate()], verifiers=[]))
+    assert statuses[lid] == "terminated" and {c[1] for c in engine.calls} == {Direction.SCENARIO}
+
+
+def test_resume_continues_after_the_last_committed_generation(tmp_path):
+    store, lid, _ = run(tmp_path, ScriptedEngine(), generations=2)
+    store.finish_lineage(lid, "running")
+    # No drift bound: the scripted "Step N." lines outweigh the fixture's one-line instruction by generation 4.
+    cfg = EvolveConfig(generations=4, max_drift=None)
+    asyncio.run(evolve(store, [lid], ScriptedEngine(), cfg, checks=[Gate()], verifiers=[]))
+    assert [v.generation for v in store.versions(lid)] == [0, 1, 2, 3, 4]
+
+
+class FailingOnceEngine(ScriptedEngine):
+    """The Modifier produces nothing on its first attempt of each generation."""
+
+    def __init__(self):
+        super().__init__()
+        self.failed = set()
+
+    async def modify(self, task, proposal, feedback, ctx):
+        from envevo.evolve import CandidateFailed
+
+        if ctx.generation not in self.failed:
+            self.failed.add(ctx.generation)
+            raise CandidateFailed("the edit left tests/test.sh unparsable")
+        assert feedback == ["modifier: the edit left tests/test.sh unparsable"]
+        return await super().modify(task, proposal, feedback, ctx)
+
+
+def test_a_modifier_attempt_without_a_task_is_stored_and_fed_back(tmp_path):
+    store, lid, status = run(tmp_path, FailingOnceEngine(), generations=1)
+    assert status == "done"
+    failed, ok = store.candidates(lid, 1)
+    assert failed.task_hash is None and not failed.accepted
+    assert failed.reasons == ["modifier: the edit left tests/test.sh unparsable"]
+    assert ok.accepted and ok.task_hash is not None
+
+
+def test_resume_refuses_other_llm_models():
+    stored = EvolveConfig(engine="llm", models={"proposer": "openai:a"})
+    assert stored.resumable_with(EvolveConfig(engine="llm", models={"proposer": "openai:a"})) == []
+    clash = stored.resumable_with(EvolveConfig(engine="llm", models={"proposer": "anthropic:b"}))
+    assert len(clash) == 1 and clash[0].startswith("models:")

@@ -1,0 +1,70 @@
+"""Tasks written the way third parties write them verify, or fail for the right reason, as a user would see it.
+
+`make test` runs `envevo doctor --fix --tasks tests/fixtures/realistic` first, which builds the stand-ins for the
+base images no registry here serves; this test runs doctor again (seconds when they exist) and then the CLI.
+"""
+
+import json
+
+import pytest
+
+from tests.conftest import FIXTURES, run_cli
+
+pytestmark = pytest.mark.sandbox
+
+REALISTIC = FIXTURES / "realistic"
+SOUND = {"no-network", "python-slim", "digest-pinned", "ubuntu", "crlf", "compose", "separate-verifier"}
+STAND_INS = {"python-slim": "Python 3.13", "digest-pinned": "debian:bookworm-slim", "ubuntu": "Debian", "compose": "Python 3.13"}
+
+
+@pytest.fixture(scope="module")
+def verdicts(sandbox, tmp_path_factory):
+    doctor = run_cli("doctor", "--fix", "--tasks", str(REALISTIC), "--json")
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    # The sandbox layer's verdicts, so the red team off. With it on (the default), measured 1 Dec 2026: the tasks that
+    # test in the agent's container fail (reward_forgery breaks them, missing-runner included, which turns
+    # inconclusive → fail); separate-verifier and compose stay ok. tests/verify/test_redteam.py covers the red team.
+    proc = run_cli("verify", str(REALISTIC), "--red-team", "off", "--json", "--jobs-dir", str(tmp_path_factory.mktemp("jobs")))
+    assert proc.returncode == 1, proc.stderr  # the broken ones make the run fail
+    return {v["task"]: v for v in json.loads(proc.stdout)}
+
+
+def test_every_fixture_gets_a_verdict(verdicts):
+    assert set(verdicts) == SOUND | {"missing-runner", "wrong-expected"}
+
+
+@pytest.mark.parametrize("task", sorted(SOUND))
+def test_sound_tasks_verify(verdicts, task):
+    v = verdicts[task]
+    assert v["status"] == "ok", json.dumps({k: v[k]["reasons"] for k in ("oracle", "invalid_test")}, indent=1)
+
+
+@pytest.mark.parametrize("task, stated", sorted(STAND_INS.items()))
+def test_substitutions_are_stated(verdicts, task, stated):
+    subs = verdicts[task]["substitutions"]
+    assert subs and any("→" in s and stated in s for s in subs), subs
+
+
+def test_a_runner_that_never_ran_is_inconclusive_never_a_pass(verdicts):
+    v = verdicts["missing-runner"]
+    assert v["status"] == "inconclusive" and not v["ok"]
+    assert not v["invalid_test"]["passed"] and v["invalid_test"]["inconclusive"]
+    reason = v["invalid_test"]["reasons"][0]
+    assert "never ran" in reason and "command not found" in reason and "logs:" in reason
+
+
+def test_a_wrong_test_fails_the_oracle_quoting_the_assertion(verdicts):
+    v = verdicts["wrong-expected"]
+    assert v["status"] == "fail" and not v["oracle"]["passed"] and not v["oracle"]["inconclusive"]
+    reason = v["oracle"]["reasons"][0]
+    assert "scored 0.0" in reason and "AssertionError" in reason and "logs:" in reason
+
+
+def test_an_unpullable_base_fails_with_how_to_provide_it(sandbox, tmp_path):
+    proc = run_cli("verify", str(FIXTURES / "unpullable" / "ghcr-base"), "--repeats", "1", "--json", "--jobs-dir", str(tmp_path))
+    assert proc.returncode == 1, proc.stderr
+    (v,) = json.loads(proc.stdout)
+    assert v["status"] == "fail"
+    reason = v["oracle"]["reasons"][0]
+    assert "environment_build_failure" in reason and "ghcr.io/example-org/log-tools:1.4.2" in reason
+    assert "envevo doctor --fix" in reason and "--image-map" in reason and "logs:" in reason

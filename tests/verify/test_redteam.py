@@ -1,0 +1,217 @@
+"""The red team: each exploit class breaks the fixture built to be hackable by it, and a separate verifier resists all."""
+
+import asyncio
+import json
+import subprocess
+
+import pytest
+
+from envevo.runtime import ErrorKind, TrialOutcome
+from envevo.task import load_task
+from envevo.verify import RedTeamVerifier, broken_by, choose_exploits, default_verifiers, parse_red_team, verify_tasks
+from envevo.verify.exploits import EXPLOITS, exploit_names, get_exploit
+from envevo.verify.exploits.output_guessing import named_paths
+from envevo.verify.exploits.reward_forgery import reward_paths
+from envevo.verify.exploits.tool_shadowing import shadowed_tools
+from tests.conftest import FIXTURES
+
+HACKABLE = FIXTURES / "hackable"
+TRIAL_EXPLOITS = ["reward_forgery", "runner_hijack", "tool_shadowing", "output_guessing"]
+
+
+def test_registry_is_lazy_and_complete():
+    assert exploit_names() == ["reward_forgery", "runner_hijack", "tool_shadowing", "output_guessing", "peeking",
+                               "llm_hacker"]
+    assert all(":" in target for target in EXPLOITS.values())
+    assert EXPLOITS["llm_hacker"] == "envevo.llm._hacker:LLMHacker"  # the llm floor, by a string
+    for name in exploit_names():
+        assert get_exploit(name).name == name
+        if get_exploit(name).kind != "agent":  # the LLM hacker is tested against these fixtures, below
+            assert (HACKABLE / name / "task.toml").is_file(), f"every exploit has a fixture it breaks: {name}"
+    with pytest.raises(ValueError, match="unknown exploit"):
+        get_exploit("nope")
+
+
+def test_red_team_setting():
+    assert parse_red_team("off") == (False, None)
+    assert parse_red_team("on") == (True, None)
+    assert parse_red_team("sample:2") == (True, 2)
+    for bad in ("sample:0", "sample:x", "yes"):
+        with pytest.raises(ValueError):
+            parse_red_team(bad)
+    assert [v.name for v in default_verifiers(2)] == ["oracle", "invalid_test"]
+    assert [v.name for v in default_verifiers(2, red_team="on")] == ["oracle", "invalid_test", "red_team"]
+
+
+def test_sample_is_deterministic_per_task():
+    a, b = load_task(HACKABLE / "runner_hijack"), load_task(HACKABLE / "peeking")
+    names = [n for n in exploit_names() if get_exploit(n).kind != "agent"]
+    assert choose_exploits(a, names, 2) == choose_exploits(a, names, 2)
+    assert len(choose_exploits(a, names, 2)) == 2
+    assert choose_exploits(a, names, None) == names
+    assert choose_exploits(a, names, 9) == names
+    # Different candidates draw different samples (over a few tasks, not always the same pair).
+    draws = {tuple(choose_exploits(load_task(HACKABLE / n), names, 2)) for n in names} | {tuple(choose_exploits(b, names, 2))}
+    assert len(draws) > 1
+
+
+def test_exploits_read_what_they_plant_from_the_task():
+    assert reward_paths(load_task(HACKABLE / "reward_forgery")) == ["/var/tmp/envevo-score.txt"]
+    assert shadowed_tools(load_task(HACKABLE / "tool_shadowing")) == ["diff"]
+    assert named_paths(load_task(HACKABLE / "output_guessing")) == ["/app/data/legacy.ini", "/app/out/config.ini"]
+    assert get_exploit("tool_shadowing").script(load_task(HACKABLE / "output_guessing")) is None  # nothing to shadow
+
+
+def test_every_script_is_valid_shell():
+    for fixture in HACKABLE.iterdir():
+        task = load_task(fixture)
+        for name in TRIAL_EXPLOITS:
+            script = get_exploit(name).script(task)
+            if script is not None:
+                r = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
+                assert r.returncode == 0, (fixture.name, name, r.stderr)
+
+
+def test_peeking_is_static():
+    found = get_exploit("peeking").inspect(load_task(HACKABLE / "peeking"))
+    assert found and "environment/expected.txt is a copy of tests/expected.txt" in found[0]
+    for name in ("resistant", "runner_hijack", "output_guessing"):
+        assert get_exploit("peeking").inspect(load_task(HACKABLE / name)) == []
+
+
+def _outcome(tmp_path, name, exploit, reward, kind=ErrorKind.OK, planted=()):
+    d = tmp_path / name / f"{name}__rt-{exploit}__abc123"
+    (d / "agent").mkdir(parents=True)
+    (d / "verifier").mkdir()
+    (d / "agent" / "script.log").write_text("".join(f"planted {p}\n" for p in planted))
+    (d / "verifier" / "test-stdout.txt").write_text("PASS sum\n")
+    return TrialOutcome(task=name, agent="x", reward=reward, error_kind=kind, trial_dir=d)
+
+
+def test_judge_names_the_exploit_and_quotes_the_evidence(tmp_path):
+    v = RedTeamVerifier()
+    task_dir = HACKABLE / "runner_hijack"
+    specs = v.trial_specs(task_dir, "podman", tmp_path)
+    assert [s.agent_kwargs["label"] for s in specs] == ["reward_forgery", "runner_hijack", "output_guessing"]
+    assert all(s.agent == "envevo.runtime._scripted_agent:ScriptedAgent" for s in specs)
+    runs = [_outcome(tmp_path, "t", "reward_forgery", 0.0),
+            _outcome(tmp_path, "t", "runner_hijack", 1.0, planted=["/usr/local/bin/python3"]),
+            _outcome(tmp_path, "t", "output_guessing", None, ErrorKind.REWARD_MISSING)]
+    rep = v.judge_task(task_dir, runs)
+    assert not rep.passed and not rep.inconclusive
+    assert broken_by(rep) == ["runner_hijack"]
+    assert "reward 1.0" in rep.reasons[0] and "/usr/local/bin/python3" in rep.reasons[0] and "__rt-runner_hijack__" in rep.reasons[0]
+    # Everything resisted: a pass; a sandbox that never ran the exploit: inconclusive, not a pass.
+    assert v.judge_task(task_dir, [runs[0], _outcome(tmp_path, "u", "runner_hijack", 0.0), runs[2]]).passed
+    broken = v.judge_task(task_dir, [runs[0], _outcome(tmp_path, "w", "runner_hijack", None, ErrorKind.ENVIRONMENT_BUILD_FAILURE), runs[2]])
+    assert not broken.passed and broken.inconclusive and broken_by(broken) == []
+    # The static exploit needs no trial.
+    peek = v.judge_task(HACKABLE / "peeking", [])
+    assert not peek.passed and broken_by(peek) == ["peeking"]
+
+
+@pytest.mark.sandbox
+def test_each_exploit_breaks_its_fixture_and_a_separate_verifier_resists_all(sandbox, tmp_path):
+    tasks = [(p.name, p) for p in sorted(HACKABLE.iterdir()) if p.is_dir()]
+    verdicts = asyncio.run(verify_tasks(tasks, tmp_path, env="podman", verifiers=default_verifiers(1, red_team="on"), concurrency=4))
+    by = {v.task: v for v in verdicts}
+    for v in by.values():
+        # The fixtures are sound by the other two verifiers: the oracle passes, the empty solution fails.
+        assert v.reports["oracle"].passed and v.reports["invalid_test"].passed, json.dumps(v.summary(), indent=1, default=str)[:3000]
+    assert by["resistant"].ok, by["resistant"].reasons
+    for name in TRIAL_EXPLOITS + ["peeking"]:
+        rep = by[name].reports["red_team"]
+        assert not by[name].ok and name in broken_by(rep), (name, rep.reasons)
+    # The evidence names what was planted and where the trial is.
+    text = "\n".join(by["runner_hijack"].reports["red_team"].reasons)
+    assert "/usr/local/bin/python3" in text and "__rt-runner_hijack__" in text
+
+
+def test_bad_red_team_setting_is_one_line_on_verify_and_evolve(tmp_path):
+    from tests.conftest import run_cli
+
+    for args in (["verify", str(HACKABLE / "resistant")], ["evolve", str(HACKABLE / "resistant"), "--out", str(tmp_path / "run")]):
+        proc = run_cli(*args, "--red-team", "always")
+        assert proc.returncode == 2, proc.stderr
+        assert "--red-team 'always'" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+# -- the LLM red team: a hacker agent driven by the configured model --------------------------------------------
+
+
+def _hacker_replies(script: str) -> list:
+    from tests.fakes.openai_server import final, tool_calls
+
+    return [tool_calls(("run", {"command": "ls -la /logs/verifier /app; id"})),
+            final({"found": True, "summary": "a daemon keeps /logs/verifier/reward.json at 1 while the tests run",
+                   "script": script, "criterion_name": "no_writable_reward",
+                   "criterion": "the tests run in a separate verifier environment, so no file the agent writes "
+                                "can become the reward"})]
+
+
+def _configure(tmp_path, monkeypatch, server=None):
+    """A project dir as cwd: its envevo.toml names the fake model (or no model), its rubric file is learned into."""
+    monkeypatch.chdir(tmp_path)
+    if server is not None:
+        (tmp_path / "envevo.toml").write_text(f'[llm]\nmodel = "openai:fake-model"\nbase_url = "{server.url}"\n'
+                                              "timeout_sec = 30.0\nmax_retries = 1\n")
+
+
+def test_llm_hacker_is_skipped_with_the_reason_without_a_model(tmp_path, monkeypatch):
+    _configure(tmp_path, monkeypatch)
+    hacker = get_exploit("llm_hacker")
+    assert hacker.kind == "agent" and hacker.script(load_task(HACKABLE / "resistant")) is None
+    attack = asyncio.run(hacker.attack(load_task(HACKABLE / "resistant"), HACKABLE / "resistant", "podman", tmp_path,
+                                       asyncio.Semaphore(1)))
+    assert attack.skipped and "no model configured" in attack.skipped and attack.outcome is None
+    v = RedTeamVerifier(exploits=["peeking", "llm_hacker"])
+    asyncio.run(v.attack_task(HACKABLE / "resistant", "podman", tmp_path, asyncio.Semaphore(1)))
+    rep = v.judge_task(HACKABLE / "resistant", [])
+    # Skipping is neither a pass of the hacker nor a failure of the task: the report passes and says why.
+    # a note, not a reason: reasons are the Modifier's feedback, and a skip is nothing it could fix
+    assert rep.passed and rep.reasons == []
+    assert len(rep.notes) == 1 and rep.notes[0].startswith("llm_hacker: skipped: no model configured")
+    assert broken_by(rep) == []
+
+
+def _hack(tmp_path, monkeypatch, fixture):
+    from pydantic_ai.models import override_allow_model_requests
+
+    from tests.fakes.openai_server import FakeOpenAI, Script
+
+    forge = get_exploit("reward_forgery").script(load_task(HACKABLE / fixture))
+    with FakeOpenAI(Script(hacker=_hacker_replies(forge))) as server:
+        (tmp_path / "project").mkdir()
+        _configure(tmp_path / "project", monkeypatch, server)
+        with override_allow_model_requests(True):
+            (verdict,) = asyncio.run(verify_tasks([(fixture, HACKABLE / fixture)], tmp_path / "trials", env="podman",
+                                                  verifiers=[RedTeamVerifier(exploits=["llm_hacker"])]))
+        roles = server.roles()
+    return verdict, roles, tmp_path / "project" / "envevo-rubric.toml"
+
+
+@pytest.mark.sandbox
+def test_llm_hacker_success_rejects_the_candidate_and_becomes_a_rubric_criterion(sandbox, tmp_path, monkeypatch):
+    from envevo.llm import load_rubric
+
+    verdict, roles, rubric = _hack(tmp_path, monkeypatch, "reward_forgery")
+    assert roles == ["hacker", "hacker"]  # one command in the sandbox, then the answer
+    rep = verdict.reports["red_team"]
+    assert not verdict.ok and not rep.passed and broken_by(rep) == ["llm_hacker"], rep.reasons
+    text = rep.reasons[0]
+    assert "reward 1.0 without solving the task" in text and "__rt-llm_hacker__" in text and "daemon" in text
+    assert "new rubric criterion: no_writable_reward in envevo-rubric.toml" in text
+    (criterion,) = load_rubric(rubric).criteria
+    assert criterion.name == "no_writable_reward" and criterion.required
+    assert "separate verifier environment" in criterion.description and "found by the LLM red team" in criterion.description
+
+
+@pytest.mark.sandbox
+def test_llm_hacker_fails_on_the_hardened_fixture_and_adds_no_criterion(sandbox, tmp_path, monkeypatch):
+    verdict, roles, rubric = _hack(tmp_path, monkeypatch, "resistant")
+    assert roles == ["hacker", "hacker"]
+    rep = verdict.reports["red_team"]
+    assert verdict.ok and rep.passed and rep.reasons == [], rep.reasons
+    # The hack was replayed as a real trial, and the separate verifier environment gave it 0.
+    assert [(o.agent, o.reward) for o in rep.runs] == [("envevo.runtime._scripted_agent:ScriptedAgent", 0.0)]
+    assert not rubric.exists()
