@@ -6,17 +6,8 @@ import time
 
 import pytest
 
-from envevo.evolve.engines.procedural import (
-    SCENARIOS,
-    SKILLS,
-    Chain,
-    ChainStep,
-    Kind,
-    build_blocks,
-    compatible,
-    derive_seed,
-    write_task,
-)
+from envevo.catalog import SCENARIOS, SKILLS, Chain, ChainStep, Kind, build_blocks, compatible, derive_seed
+from envevo.evolve.engines.procedural import write_task
 from envevo.verify import InvalidTestVerifier, OracleVerifier, verify_tasks
 
 pytestmark = pytest.mark.sandbox
