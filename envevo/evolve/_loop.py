@@ -235,6 +235,11 @@ async def start_lineages(
                 pass
             if not verdict.ok:
                 reason = "the seed is not sound: " + "; ".join(verdict.reasons)
+                red = verdict.reports.get("red_team")
+                if red is not None and not red.passed and all(r.passed for k, r in verdict.reports.items() if k != "red_team"):
+                    # Most public tasks test in the agent's own container, so an agent can forge their reward.
+                    reason += (" — only the red team failed it: give the seed a separate verifier environment "
+                               "(docs/trust.md), or evolve it anyway with --red-team off")
                 await asyncio.to_thread(store.finish_lineage, lid, "terminated", reason)
         lin = store.lineage(lid)
         if lin.status == "budget_exhausted" or (lin.status == "done" and lin.latest_generation < config.generations):

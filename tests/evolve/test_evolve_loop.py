@@ -3,7 +3,9 @@ direction checks done by the loop itself, termination reasons, and what gets sto
 
 import asyncio
 
-from envevo.evolve import EvolveConfig, GenerationContext, Proposal, Review, direction_order, evolve
+import pytest
+
+from envevo.evolve import EvolveConfig, GenerationContext, Proposal, Review, direction_order, evolve, start_lineages
 from envevo.store import LineageStore
 from envevo.task import load_task
 from envevo.trace import Direction, Effort, Step, Trace
@@ -200,3 +202,26 @@ def test_resume_refuses_other_llm_models():
     assert stored.resumable_with(EvolveConfig(engine="llm", models={"proposer": "openai:a"})) == []
     clash = stored.resumable_with(EvolveConfig(engine="llm", models={"proposer": "anthropic:b"}))
     assert len(clash) == 1 and clash[0].startswith("models:")
+
+
+class Verdicts:
+    """Checks that report fixed results under the verifiers' names (the seed's verdict, without containers)."""
+
+    def __init__(self, name, passed):
+        self.name, self.passed = name, passed
+
+    async def check(self, task, task_dir):
+        return VerifierReport(name=self.name, passed=self.passed, reasons=[] if self.passed else [f"{self.name} broke it"])
+
+
+@pytest.mark.parametrize("rubric_passes", [True, False])
+def test_a_seed_only_the_red_team_fails_says_how_to_go_on(tmp_path, rubric_passes):
+    store = LineageStore.open(tmp_path / "run")
+    checks = [Verdicts("red_team", False), Verdicts("rubric", rubric_passes)]
+    todo = asyncio.run(start_lineages(store, [("hello", seed_task())], ScriptedEngine(), EvolveConfig(generations=1),
+                                      checks=checks, verifiers=[]))
+    (lin,) = store.lineages()
+    assert todo == [] and lin.status == "terminated" and "red_team broke it" in lin.reason
+    # The way out is named only when the red team is the one failing verifier: a task that is unsound otherwise
+    # would not be helped by switching the red team off.
+    assert ("--red-team off" in lin.reason) is rubric_passes
