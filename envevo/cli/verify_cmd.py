@@ -68,7 +68,7 @@ def verify(
     wall = time.monotonic() - t0
     originals = {t.name: t.source for t in loaded}
     for v in verdicts:
-        v.substitutions = prepared[v.task][1] if v.task in prepared else []
+        v.substitutions = prepared[v.task][1]
         if originals.get(v.task) and v.task_dir != originals[v.task]:
             # Fixes name the user's task dir, not the converted copy the trials ran.
             for rep in v.reports.values():
