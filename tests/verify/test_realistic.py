@@ -13,8 +13,9 @@ from tests.conftest import FIXTURES, run_cli
 pytestmark = pytest.mark.sandbox
 
 REALISTIC = FIXTURES / "realistic"
-SOUND = {"no-network", "python-slim", "digest-pinned", "ubuntu", "crlf", "compose", "separate-verifier"}
-STAND_INS = {"python-slim": "Python 3.13", "digest-pinned": "debian:bookworm-slim", "ubuntu": "Debian", "compose": "Python 3.13"}
+SOUND = {"no-network", "python-slim", "digest-pinned", "ubuntu", "crlf", "compose", "separate-verifier", "tb2-canonical"}
+STAND_INS = {"python-slim": "Python 3.13", "digest-pinned": "debian:bookworm-slim", "ubuntu": "Debian", "compose": "Python 3.13",
+             "tb2-canonical": "Python 3.13"}
 
 
 @pytest.fixture(scope="module")
