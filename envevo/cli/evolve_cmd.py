@@ -111,8 +111,8 @@ def evolve(
     names = [p.resolve().name for p in seeds]
     if first_duplicate(names):
         raise UserError("two seeds share a folder name; lineages are named after it, so rename one")
-    for task in tasks:  # refuse seeds the engine cannot read before anything is written
-        asyncio.run(engine.extract_trace(task))
+    for task in tasks if not llm else ():  # refuse seeds the engine cannot read before anything is written
+        asyncio.run(engine.extract_trace(task))  # (an LLM extraction that fails skips its seed, in start_lineages)
     store, cfg = open_run(out_dir, given, resume=resume)
     if llm:
         engine.attach_store(store)  # usage rows per role; budgets resume from what the store recorded
@@ -127,6 +127,8 @@ def evolve(
         return bars[lineage]
 
     def on_event(e):
+        if e.stage == "judged" or (e.stage == "terminated" and e.generation == 0):  # a seed's verdict, said once
+            bar.console.print(f"{e.lineage}: {e.detail}")
         stage = f"g{e.generation:02d} {e.stage}: {e.detail}"
         bar.update(bar_of(e.lineage), stage=stage, **({"completed": e.generation} if e.stage == "accepted" else {}))
 

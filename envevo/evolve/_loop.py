@@ -208,7 +208,9 @@ async def start_lineages(
     """Create (or find, on resume) one lineage per seed; return those still to evolve.
 
     A new seed is verified first, like every later generation: a lineage must start from a sound task.
-    A seed that fails ends its lineage at once, with the verifiers' reasons.
+    A seed that fails ends its lineage at once, with the verifiers' reasons. The rubric judges a seed but does
+    not gate it: its verdict is recorded (RUN/work/seeds/NAME/verdict.json) and shown (a `judged` event), and the
+    seed's children are judged against it.
     """
     on_event = on_event or (lambda e: None)
     gate = asyncio.Semaphore(config.trial_concurrency)
@@ -217,26 +219,42 @@ async def start_lineages(
     todo: list[str] = []
 
     async def start(name: str, task: Task) -> None:
-        trace = await engine.extract_trace(task)
-        d = difficulty(trace, engine.reference())
+        skipped = None
+        try:
+            trace: Trace | None = await engine.extract_trace(task)
+        except EngineStop as e:  # no usable ξ for this seed (an LLM extraction failed): skip it, the others go on
+            trace, skipped = None, f"skipped: {e}"
+        d = difficulty(trace, engine.reference()) if trace is not None else None
         if name in known:
             # validates it is the same seed
             lid = await asyncio.to_thread(store.create_lineage, name, task, trace=trace, difficulty=d)
+        elif skipped is not None:
+            lid = await asyncio.to_thread(store.create_lineage, name, task)
+            await asyncio.to_thread(store.finish_lineage, lid, "terminated", skipped)
+            on_event(Event(name, 0, "terminated", skipped))
         else:
             workdir = store.run_dir / "work" / "seeds" / name
             task_dir = save(task, workdir / "task", overwrite=True)
             on_event(Event(name, 0, "candidate", "verifying the seed"))
             verdict = await verify_candidate(task, task_dir, workdir / "trials", env=config.env, verifiers=verifiers,
                                              checks=checks, gate=gate)
-            lid = await asyncio.to_thread(store.create_lineage, name, task, trace=trace, difficulty=d, verified=verdict.ok)
+            await asyncio.to_thread((workdir / "verdict.json").write_text, verdict.model_dump_json(indent=1))
+            gating = {k: r for k, r in verdict.reports.items() if k != "rubric"}  # oracle, invalid-test, red team
+            sound = all(r.passed for r in gating.values())
+            judged = verdict.reports.get("rubric")
+            if judged is not None:
+                said = "; ".join(judged.reasons) if not judged.passed else "; ".join(judged.notes[-1:])
+                on_event(Event(name, 0, "judged", f"the seed's rubric verdict, which does not gate it: "
+                                                 f"{'pass' if judged.passed else 'fail'}{': ' + said if said else ''}"))
+            lid = await asyncio.to_thread(store.create_lineage, name, task, trace=trace, difficulty=d, verified=sound)
             try:  # the seed's own figures (similarity 1, no parent), with the encoder that will measure the rest
                 await asyncio.to_thread(lambda: store.set_drift(lid, 0, store.measure_drift(lid, task, None)))
             except UserError:
                 pass
-            if not verdict.ok:
-                reason = "the seed is not sound: " + "; ".join(verdict.reasons)
+            if not sound:
+                reason = "the seed is not sound: " + "; ".join(f"{k}: {r}" for k, rep in gating.items() for r in rep.reasons)
                 red = verdict.reports.get("red_team")
-                if red is not None and not red.passed and all(r.passed for k, r in verdict.reports.items() if k != "red_team"):
+                if red is not None and not red.passed and all(r.passed for k, r in gating.items() if k != "red_team"):
                     # Most public tasks test in the agent's own container, so an agent can forge their reward.
                     reason += (" — only the red team failed it: give the seed a separate verifier environment "
                                "(docs/trust.md), or evolve it anyway with --red-team off")

@@ -10,12 +10,16 @@
     required = true          # a fail rejects whatever the score
     description = "…"
 
-Two defaults ship with envevo (envevo/llm/prompts/{plan,task}_rubric.toml). User files add criteria; one with a
+Two defaults ship with envevo (envevo/llm/prompts/{plan,task}_rubric.toml). The task rubric names Harbor's
+default rubric as its base (`base = "harbor"`): Harbor's criteria, with their guidance, come first, then envevo's
+evolution criteria, and `critical` marks which of them reject on their own. User files add criteria; one with a
 default's name replaces it. `envevo rubric learn` appends confirmed criteria to a project's file.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import tomllib
 from collections.abc import Iterable, Sequence
 from importlib import resources
@@ -34,8 +38,10 @@ class Criterion(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]*$")
     description: str
+    guidance: str = ""  # how to decide pass or fail (Harbor's rubric carries one per criterion)
     weight: float = Field(1.0, gt=0)
-    required: bool = False
+    required: bool = False  # critical: a fail rejects whatever the score
+    evolution: bool = False  # judged only on an evolved candidate, against its parent, its plan and its diff
 
 
 class Rubric(BaseModel):
@@ -43,7 +49,13 @@ class Rubric(BaseModel):
     name: str = "rubric"
     version: str = "1"
     threshold: float = Field(1.0, ge=0, le=1)
+    base: Literal["harbor"] | None = None  # criteria loaded first, from Harbor's packaged default rubric
+    critical: list[str] = Field(default_factory=list)  # names made `required`, base criteria included
     criteria: list[Criterion]
+
+    def for_seed(self) -> Rubric:
+        """Without the evolution criteria: a seed has no parent, plan or diff to judge them on."""
+        return self.model_copy(update={"criteria": [c for c in self.criteria if not c.evolution]})
 
     def merged(self, others: Iterable[Rubric]) -> Rubric:
         by_name = {c.name: c for c in self.criteria}
@@ -51,17 +63,22 @@ class Rubric(BaseModel):
         for other in others:
             versions.append(f"{other.name}@{other.version}")
             by_name.update({c.name: c for c in other.criteria})
+            for name in other.critical:  # a user file may make a default criterion critical
+                if name in by_name:
+                    by_name[name] = by_name[name].model_copy(update={"required": True})
         return self.model_copy(update={"criteria": list(by_name.values()), "version": "+".join(versions)})
 
     def to_toml(self) -> str:
-        return tomli_w.dumps(self.model_dump(mode="json"))
+        return tomli_w.dumps(self.model_dump(mode="json", exclude_none=True))
 
     def brief(self) -> str:
         """The criteria as the model sees them."""
         lines = []
         for c in self.criteria:
-            flags = f"weight {c.weight:g}{', required' if c.required else ''}"
+            flags = f"weight {c.weight:g}{', critical' if c.required else ''}"
             lines.append(f"- {c.name} ({flags}): {' '.join(c.description.split())}")
+            if c.guidance:
+                lines.append(f"  guidance: {' '.join(c.guidance.split())}")
         return "\n".join(lines)
 
 
@@ -84,9 +101,48 @@ def parse_rubric(text: str, where: str) -> Rubric:
         raise LLMConfigError(f"rubric {where}: {loc}: {first['msg']}") from e
 
 
+#: Harbor's default task rubric, as the installed package ships it (what `harbor check` judges a task by).
+HARBOR_RUBRIC = ("cli", "quality_checker", "default-rubric.toml")
+
+
+def harbor_rubric_path() -> Path:
+    """Where the installed Harbor keeps its default rubric; found without importing Harbor (envevo/runtime/ only)."""
+    spec = importlib.util.find_spec("harbor")
+    if spec is None or not spec.submodule_search_locations:
+        raise LLMConfigError("Harbor is not installed, so its default rubric cannot be read; reinstall envevo")
+    path = Path(next(iter(spec.submodule_search_locations))).joinpath(*HARBOR_RUBRIC)
+    if not path.is_file():
+        raise LLMConfigError(f"the installed Harbor has no default rubric at {path}; install harbor 0.26 or newer")
+    return path
+
+
+def harbor_rubric() -> Rubric:
+    path = harbor_rubric_path()
+    text = path.read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    return parse_rubric(tomli_w.dumps({"name": "harbor", "version": hashlib.sha256(text.encode()).hexdigest()[:8],
+                                       "criteria": data.get("criteria", [])}), str(path))
+
+
+def _with_base(rubric: Rubric) -> Rubric:
+    criteria = rubric.criteria
+    version = rubric.version
+    if rubric.base == "harbor":
+        base = harbor_rubric()
+        ours = {c.name for c in criteria}
+        criteria = [c for c in base.criteria if c.name not in ours] + criteria
+        version = f"{version}+harbor@{base.version}"
+    unknown = sorted(set(rubric.critical) - {c.name for c in criteria})
+    if unknown:
+        raise LLMConfigError(f"rubric {rubric.name}: critical names no criterion: {', '.join(unknown)}")
+    critical = set(rubric.critical)
+    criteria = [c.model_copy(update={"required": True}) if c.name in critical else c for c in criteria]
+    return rubric.model_copy(update={"criteria": criteria, "version": version, "base": None})
+
+
 def default_rubric(kind: Literal["plan", "task"]) -> Rubric:
     text = resources.files("envevo.llm.prompts").joinpath(f"{kind}_rubric.toml").read_text(encoding="utf-8")
-    return parse_rubric(text, f"(default {kind} rubric)")
+    return _with_base(parse_rubric(text, f"(default {kind} rubric)"))
 
 
 def load_rubric(path: str | Path) -> Rubric:
@@ -115,10 +171,12 @@ def check_judgements(rubric: Rubric, judgements: Sequence[Judgement]) -> list[st
     return problems
 
 
-def score(rubric: Rubric, judgements: Sequence[Judgement]) -> tuple[bool, float]:
-    """(accepted, weighted pass share over applicable criteria). A required criterion that fails rejects."""
+def score(rubric: Rubric, judgements: Sequence[Judgement], excused: Iterable[str] = ()) -> tuple[bool, float]:
+    """(accepted, weighted pass share over applicable criteria). A required (critical) criterion that fails
+    rejects; so does a share below the threshold. `excused` criteria (the parent already failed them) count as n/a."""
     weights = {c.name: c for c in rubric.criteria}
-    applicable = [j for j in judgements if j.verdict != "n/a" and j.name in weights]
+    skip = set(excused)
+    applicable = [j for j in judgements if j.verdict != "n/a" and j.name in weights and j.name not in skip]
     total = sum(weights[j.name].weight for j in applicable)
     passed = sum(weights[j.name].weight for j in applicable if j.verdict == "pass")
     share = passed / total if total else 1.0

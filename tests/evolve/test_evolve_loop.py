@@ -2,6 +2,7 @@
 direction checks done by the loop itself, termination reasons, and what gets stored."""
 
 import asyncio
+import json
 
 import pytest
 
@@ -214,14 +215,62 @@ class Verdicts:
         return VerifierReport(name=self.name, passed=self.passed, reasons=[] if self.passed else [f"{self.name} broke it"])
 
 
-@pytest.mark.parametrize("rubric_passes", [True, False])
-def test_a_seed_only_the_red_team_fails_says_how_to_go_on(tmp_path, rubric_passes):
+@pytest.mark.parametrize("oracle_passes", [True, False])
+def test_a_seed_only_the_red_team_fails_says_how_to_go_on(tmp_path, oracle_passes):
     store = LineageStore.open(tmp_path / "run")
-    checks = [Verdicts("red_team", False), Verdicts("rubric", rubric_passes)]
+    # The rubric judges a seed without gating it, so its failure changes nothing here.
+    checks = [Verdicts("red_team", False), Verdicts("oracle", oracle_passes), Verdicts("rubric", False)]
     todo = asyncio.run(start_lineages(store, [("hello", seed_task())], ScriptedEngine(), EvolveConfig(generations=1),
                                       checks=checks, verifiers=[]))
     (lin,) = store.lineages()
     assert todo == [] and lin.status == "terminated" and "red_team broke it" in lin.reason
-    # The way out is named only when the red team is the one failing verifier: a task that is unsound otherwise
+    assert "rubric broke it" not in lin.reason
+    # The way out is named only when the red team is the one failing gate: a task that is unsound otherwise
     # would not be helped by switching the red team off.
-    assert ("--red-team off" in lin.reason) is rubric_passes
+    assert ("--red-team off" in lin.reason) is oracle_passes
+
+
+def test_a_seed_is_judged_not_gated_by_the_rubric(tmp_path):
+    store = LineageStore.open(tmp_path / "run")
+    events = []
+    checks = [Verdicts("oracle", True), Verdicts("rubric", False)]
+    todo = asyncio.run(start_lineages(store, [("hello", seed_task())], ScriptedEngine(), EvolveConfig(generations=1),
+                                      checks=checks, verifiers=[], on_event=events.append))
+    (lin,) = store.lineages()
+    assert todo == ["hello"] and lin.status == "running"
+    assert store.version("hello", 0).verified
+    # Shown, and recorded beside the seed's trials.
+    (judged,) = [e for e in events if e.stage == "judged"]
+    assert "does not gate it: fail: rubric broke it" in judged.detail
+    recorded = json.loads((store.run_dir / "work" / "seeds" / "hello" / "verdict.json").read_text())
+    assert recorded["reports"]["rubric"]["passed"] is False and recorded["reports"]["oracle"]["passed"] is True
+
+
+def test_a_seed_that_fails_the_oracle_is_still_gated(tmp_path):
+    store = LineageStore.open(tmp_path / "run")
+    checks = [Verdicts("oracle", False), Verdicts("rubric", True)]
+    todo = asyncio.run(start_lineages(store, [("hello", seed_task())], ScriptedEngine(), EvolveConfig(generations=1),
+                                      checks=checks, verifiers=[]))
+    (lin,) = store.lineages()
+    assert todo == [] and lin.status == "terminated" and lin.reason == "the seed is not sound: oracle: oracle broke it"
+
+
+def test_a_seed_whose_extraction_fails_is_skipped_with_the_reason_and_the_others_go_on(tmp_path):
+    from envevo.llm import ExtractionFailed
+
+    class Unreadable(ScriptedEngine):
+        async def extract_trace(self, task):
+            if "unreadable" in task.read_text("instruction.md"):
+                raise ExtractionFailed(f"no usable ξ for task {task.name}: the evidence was not in the files")
+            return await super().extract_trace(task)
+
+    bad = seed_task()
+    bad.write("instruction.md", bad.read_text("instruction.md") + "\nunreadable\n")
+    store = LineageStore.open(tmp_path / "run")
+    events = []
+    todo = asyncio.run(start_lineages(store, [("bad", bad), ("good", seed_task())], Unreadable(), EvolveConfig(generations=1),
+                                      verifiers=[], on_event=events.append))
+    assert todo == ["good"]
+    skipped = store.lineage("bad")
+    assert skipped.status == "terminated" and skipped.reason.startswith("skipped: no usable ξ for task")
+    assert any(e.lineage == "bad" and e.stage == "terminated" for e in events)

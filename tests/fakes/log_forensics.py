@@ -89,14 +89,31 @@ def plan_review(accept: bool) -> dict:
     return {"criteria": verdicts, "feedback": feedback}
 
 
-TASK_CRITERIA = ["instruction_behavior_tested", "tested_behavior_in_instruction", "anti_cheating", "no_hardcoded_solution",
-                 "no_tests_or_solution_in_image", "file_references_named", "pinned_dependencies", "no_typos"]
+def _task_criteria(evolved: bool) -> list[str]:
+    from envevo.llm import default_rubric
+
+    rubric = default_rubric("task")
+    return [c.name for c in (rubric if evolved else rubric.for_seed()).criteria]
 
 
-def task_review(fail: str | None = None) -> dict:
+TASK_CRITERIA = _task_criteria(evolved=False)  # what the judge asks of a seed: Harbor's rubric
+EVOLVED_CRITERIA = _task_criteria(evolved=True)  # of a candidate: plus realizes_plan, consistent_components, drift
+
+
+def task_review(fail: str | None = None, evolved: bool = False) -> dict:
+    """The judge's verdicts on a seed (or, `evolved`, on a candidate against its parent): all pass but `fail`."""
     return {"criteria": [{"name": n, "reason": f"checked {n.replace('_', ' ')} against the files",
                           "verdict": "fail" if n == fail else ("n/a" if n == "pinned_dependencies" else "pass")}
-                         for n in TASK_CRITERIA]}
+                         for n in (EVOLVED_CRITERIA if evolved else TASK_CRITERIA)]}
+
+
+def candidate_extraction() -> dict:
+    """ξ re-extracted from the accepted candidate: ξ′, every pair backed by the candidate's own files."""
+    out = extraction()
+    out["steps"].append({"scenario": NEW_STEP[0], "skill": NEW_STEP[1], "evidence": [
+        {"file": "instruction.md", "quote": "the distinct `dataset` names, from the application log, of those requests"},
+        {"file": "tests/test_outputs.py", "quote": '"last_exfil_utc": "2024-03-13T20:16:17Z",'}]})
+    return out
 
 
 # ---- the Modifier's edits ------------------------------------------------------------------------------------
@@ -161,8 +178,8 @@ def openai_script(*, run_verifiers: bool = False) -> Script:
     if run_verifiers:
         modifier.append(tool_calls(("run_verifiers", {})))
     return Script(**{
-        "proposer-extract": [final(extraction())],
-        "judge": [final(task_review()), final(task_review())],
+        "proposer-extract": [final(extraction()), final(candidate_extraction())],  # the seed, then the candidate
+        "judge": [final(task_review()), final(task_review(evolved=True))],
         "proposer-plan": [final(plan(clarified=False)), final(plan(clarified=True))],
         "reviewer": [final(plan_review(accept=False)), final(plan_review(accept=True))],
         "modifier": [*modifier, final(MODIFIER_SUMMARY)],

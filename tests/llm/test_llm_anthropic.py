@@ -36,7 +36,7 @@ def settings(server, name, **kw):
 
 @pytest.mark.parametrize(("name", "streamed"), MODELS)
 def test_the_rubric_judge_runs_on_anthropic_and_its_usage_is_metered(name, streamed):
-    script = Script(judge=[final(lf.task_review(fail="no_typos"))])
+    script = Script(judge=[final(lf.task_review(fail="anti_cheating_measures"))])
     with FakeAnthropic(script, models=(name,)) as server, override_allow_model_requests(True):
         engine, _ = build_llm_engine(settings(server, name), container_shell=False)
         assert engine.runtime.spec("judge").provider == "anthropic"
@@ -44,9 +44,9 @@ def test_the_rubric_judge_runs_on_anthropic_and_its_usage_is_metered(name, strea
         report = asyncio.run(engine.judge().check(load_task(lf.SEED), lf.SEED))
     assert script.remaining() == {}
 
-    # The structured answer came back parsed: the one failing criterion, with its reason, rejects the task.
+    # The structured answer came back parsed: the one failing critical criterion, with its reason, rejects the task.
     assert report.name == "rubric" and not report.passed
-    assert report.reasons == ["no_typos: checked no typos against the files"]
+    assert report.reasons[0] == "anti_cheating_measures (critical): checked anti cheating measures against the files"
 
     # The request was an Anthropic Messages call from the real SDK, answered through the output tool.
     [request] = server.requests

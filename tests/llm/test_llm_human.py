@@ -60,7 +60,7 @@ def test_rubric_learn_turns_issues_into_criteria_that_later_runs_use(store, tmp_
     proposal = {"criteria": [
         {"name": "expected_values_computed", "description": "Expected values in the tests are computed by running the "
          "reference solution or a script on the fixtures, not typed by hand.", "weight": 1.5, "issues": [1]},
-        {"name": "no_typos", "description": "duplicate of an existing criterion", "issues": [2]},
+        {"name": "typos", "description": "duplicate of an existing criterion", "issues": [2]},
     ]}
     model = scripted(proposal)
     runtime = LLMRuntime(LLMSettings(), models={"judge": model})
@@ -68,12 +68,12 @@ def test_rubric_learn_turns_issues_into_criteria_that_later_runs_use(store, tmp_
     assert [c.name for c in proposed] == ["expected_values_computed"]  # known names are dropped
     prompt = str(model.seen[0])
     assert "1. (log-forensics generation 0) Expected values were typed by hand" in prompt
-    assert "tested_behavior_in_instruction" in prompt  # the existing rubric, so it does not repeat it
+    assert "behavior_in_task_description" in prompt  # the existing rubric, so it does not repeat it
 
     monkeypatch.chdir(tmp_path)
     append_criteria(PROJECT_RUBRIC, [c.criterion() for c in proposed])
     names = [c.name for c in task_rubric(LLMSettings()).criteria]
-    assert names[-1] == "expected_values_computed" and "no_typos" in names
+    assert names[-1] == "expected_values_computed" and "typos" in names
 
 
 def test_nothing_to_learn_without_rejections(store):

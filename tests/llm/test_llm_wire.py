@@ -57,8 +57,8 @@ def evolve_once(tmp_path, server, *, seed=2, plan_budget=3, env_budget=2, **kw):
 def test_a_generation_survives_429_malformed_json_timeouts_effort_violations_and_escapes(tmp_path):
     script = Script(**{
         "proposer-extract": [error(429, "rate limited", {"retry-after": "1"}), final('{"goal": "x", "steps": [oops'),
-                             final(lf.extraction())],
-        "judge": [final(lf.task_review()), final(lf.task_review())],  # the seed, then the candidate
+                             final(lf.extraction()), final(lf.candidate_extraction())],  # the seed, then the candidate
+        "judge": [final(lf.task_review()), final(lf.task_review(evolved=True))],  # the seed, then the candidate
         "proposer-plan": [final(two_span_plan()), final(lf.plan(clarified=False)),
                           delayed(final(lf.plan(clarified=True)), 2.5), final(lf.plan(clarified=True))],
         "reviewer": [final(lf.plan_review(accept=False)), final(lf.plan_review(accept=True))],
@@ -104,8 +104,10 @@ def test_a_refusing_proposer_moves_on_to_the_next_direction_and_judge_feedback_r
     refusal = text("I'm sorry, but I can't help with that.")
     openai_refusal = refusal_field("I can't help with making this task harder.")  # OpenAI's structured-output refusal
     script = Script(**{
-        "proposer-extract": [final(lf.extraction())],
-        "judge": [final(lf.task_review()), final(lf.task_review(fail="no_typos")), final(lf.task_review())],
+        # the seed, then each candidate's ξ (realizes_plan)
+        "proposer-extract": [final(lf.extraction()), final(lf.candidate_extraction()), final(lf.candidate_extraction())],
+        "judge": [final(lf.task_review()), final(lf.task_review(fail="hardcoded_solution", evolved=True)),
+                  final(lf.task_review(evolved=True))],
         # seed 0 tries skill first: the proposer refuses it (plan budget 1, one output retry), then plans length.
         "proposer-plan": [refusal, openai_refusal, final(lf.plan(clarified=True))],
         "reviewer": [final(lf.plan_review(accept=True))],
@@ -119,22 +121,23 @@ def test_a_refusing_proposer_moves_on_to_the_next_direction_and_judge_feedback_r
     assert "no usable plan from the proposer" in plans[0].proposal["summary"]
     cands = store.candidates("log-forensics", 1)
     assert [c.accepted for c in cands] == [False, True]
-    assert any("rubric: no_typos" in r for r in cands[0].reasons)
+    assert any("rubric: hardcoded_solution (critical)" in r for r in cands[0].reasons)
     # The second Modifier attempt was told why the first failed, and continued from its draft.
     modifier_prompts = [r for r in server.requests if "envevo-role: modifier" in json.dumps(r["messages"][0])]
-    assert "rubric: no_typos" in json.dumps(modifier_prompts[-2]["messages"])
+    assert "rubric: hardcoded_solution (critical)" in json.dumps(modifier_prompts[-2]["messages"])
     store.close()
 
 
 def test_a_garbled_response_body_is_retried(tmp_path):
     script = Script(**{
-        "proposer-extract": [Reply(body="<html><h1>502 Bad Gateway</h1></html>"), final(lf.extraction())],
+        "proposer-extract": [Reply(body="<html><h1>502 Bad Gateway</h1></html>"), final(lf.extraction()),
+                             final(lf.candidate_extraction())],
         "judge": [final(lf.task_review())],
         "proposer-plan": [final(lf.plan(clarified=True))],
         "reviewer": [final(lf.plan_review(accept=True))],
         "modifier": modifier_script(),
     })
-    script.add("judge", final(lf.task_review()))
+    script.add("judge", final(lf.task_review(evolved=True)))
     with FakeOpenAI(script) as server:
         store, status, engine = evolve_once(tmp_path, server)
     assert status == "done" and store.version("log-forensics", 1) is not None
@@ -170,13 +173,14 @@ def test_a_lineage_over_budget_stops_cleanly_and_resumes_with_a_higher_cap(tmp_p
     assert store.versions("log-forensics")[-1].generation == 0  # nothing half-committed
     store.close()
 
-    # Resume with a higher cap: the lineage reopens and finishes the generation.
+    # Resume with a higher cap: the lineage reopens and finishes the generation. This process never judged the
+    # seed, so the judge judges it once (the parent's verdict, against which the candidate is judged).
     script = Script(**{
-        "proposer-extract": [final(lf.extraction())],
+        "proposer-extract": [final(lf.extraction()), final(lf.candidate_extraction())],
         "proposer-plan": [final(lf.plan(clarified=True))],
         "reviewer": [final(lf.plan_review(accept=True))],
         "modifier": modifier_script(),
-        "judge": [final(lf.task_review())],
+        "judge": [final(lf.task_review()), final(lf.task_review(evolved=True))],
     })
     with FakeOpenAI(script) as server:
         store, status, _ = evolve_once(tmp_path, server, max_tokens=10**7)
@@ -223,13 +227,17 @@ def test_one_engine_serves_several_event_loops_like_the_cli_does(tmp_path):
     assert proposal.after.L == 4
 
 
-def test_a_seed_the_model_will_not_read_stops_before_any_lineage_with_one_line(tmp_path):
-    from envevo.errors import UserError
+def test_a_seed_the_model_will_not_read_is_skipped_with_the_reason(tmp_path):
+    from envevo.evolve.engines.llm._extract import EXTRACT_RETRIES
 
     refusal = text("I cannot analyse this task.")
-    script = Script(**{"proposer-extract": [refusal, refusal, refusal]})
-    with FakeOpenAI(script) as server, pytest.raises(UserError, match="no usable ξ for task log-forensics: proposer: "):
-        evolve_once(tmp_path, server)
+    script = Script(**{"proposer-extract": [refusal] * (EXTRACT_RETRIES + 1)})
+    with FakeOpenAI(script) as server:
+        store, status, _ = evolve_once(tmp_path, server)
+    assert status is None and script.remaining() == {}
+    lin = store.lineage("log-forensics")
+    assert lin.status == "terminated" and lin.reason.startswith("skipped: no usable ξ for task log-forensics: proposer: ")
+    store.close()
 
 
 def test_a_modifier_that_changes_nothing_costs_one_attempt_not_the_run(tmp_path):
@@ -238,8 +246,8 @@ def test_a_modifier_that_changes_nothing_costs_one_attempt_not_the_run(tmp_path)
     if not hasattr(envevo.evolve, "CandidateFailed"):
         pytest.skip("the loop does not handle CandidateFailed yet (docs/llm.md, loop integration)")
     script = Script(**{
-        "proposer-extract": [final(lf.extraction())],
-        "judge": [final(lf.task_review()), final(lf.task_review())],
+        "proposer-extract": [final(lf.extraction()), final(lf.candidate_extraction())],
+        "judge": [final(lf.task_review()), final(lf.task_review(evolved=True))],
         "proposer-plan": [final(lf.plan(clarified=True))],
         "reviewer": [final(lf.plan_review(accept=True))],
         "modifier": [tool_calls(("list_files", {})), final({"summary": "nothing to do"}), *modifier_script()],

@@ -1,10 +1,11 @@
 """LLMEngine: the paper's Proposer, Reviewer and Modifier as LLM agents, behind the loop's Engine protocol.
 
-ξ of an evolved version is the ξ′ its plan targeted: the Modifier realized it, the verifiers and the judge
-checked the result, and it is written into the version's `[metadata.envevo.llm]` with a digest of the files it
-describes. `extract_trace` reuses it while the files still match (no model call), and extracts afresh for
-seeds and hand-edited tasks. Extractions are also cached in memory by content hash, so a seed is extracted once
-per process however often the CLI and the loop ask.
+A candidate's ξ is re-extracted from its files by the `realizes_plan` verifier and compared with the ξ′ its plan
+targeted (_realize.py); the loop commits the re-extracted ξ. The plan's ξ′ is written into the version's
+`[metadata.envevo.llm]` with a digest of the files it describes, and `extract_trace` reads it back for a task
+from an earlier process while the files still match (no model call); seeds and hand-edited tasks are extracted
+afresh. Extractions are cached in memory by content hash, so a task is extracted once per process however often
+the CLI and the loop ask.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 from envevo.errors import TaskError
 from envevo.evolve._engine import GenerationContext, Proposal, Review
 from envevo.evolve.engines.llm import _extract, _modify, _propose, _review
-from envevo.evolve.engines.llm._judge import RubricJudge
+from envevo.evolve.engines.llm._judge import Evolution, RubricJudge
 from envevo.evolve.engines.llm._prior import LabelPrior
+from envevo.evolve.engines.llm._realize import RealizesPlan
 from envevo.evolve.engines.llm._sandbox import ContainerShell
 from envevo.llm import (
     CandidateFailed,
@@ -94,6 +96,8 @@ class LLMEngine:
         self.prior = LabelPrior()
         self._traces: dict[str, Trace] = {}
         self._owners: dict[str, tuple[str, int]] = {}
+        self._evolutions: dict[str, Evolution] = {}  # candidate hash -> its parent and plan
+        self._judge: RubricJudge | None = None
         self._gate = PerLoop(lambda: asyncio.Semaphore(1))  # the Modifier's own verifier runs, one at a time
 
     # ---- wiring -----------------------------------------------------------------------------------------
@@ -101,8 +105,19 @@ class LLMEngine:
         return self.prior
 
     def judge(self) -> RubricJudge:
-        """The rubric verifier for the loop's `checks`, sharing this engine's models, meter and attribution."""
-        return RubricJudge(self.runtime, self.task_rubric, lambda h: self._owners.get(h, (None, None)))
+        """The rubric verifier for the loop's `checks`, sharing this engine's models, meter and attribution, and
+        judging each candidate against the parent and plan it was made from."""
+        if self._judge is None:
+            self._judge = RubricJudge(self.runtime, self.task_rubric, lambda h: self._owners.get(h, (None, None)),
+                                      self._evolutions.get)
+        return self._judge
+
+    def plan_check(self) -> RealizesPlan:
+        """The `realizes_plan` verifier for the loop's `checks`: ξ re-extracted from a candidate against its ξ′."""
+        return RealizesPlan(self._evolutions.get, self._reextract)
+
+    def checks(self) -> list[RubricJudge | RealizesPlan]:
+        return [self.judge(), self.plan_check()]
 
     async def preflight(self) -> None:
         await self.runtime.preflight()
@@ -123,6 +138,14 @@ class LLMEngine:
                     raise ExtractionFailed(f"no usable ξ for task {task.name}: {e}") from e
             self._traces[key] = trace
         return self._traces[key]
+
+    async def _reextract(self, candidate: Task, ev: Evolution) -> Trace:
+        """ξ of a candidate from its files, worded like ξ′ where they agree; what the loop then commits."""
+        lineage, generation = self._owners.get(candidate.content_hash(), (None, None))
+        out = await _extract.extract(self.runtime, candidate, lineage=lineage, generation=generation, prefer=ev.proposal.after)
+        trace = out.trace(prefer=ev.proposal.after)
+        self._traces[candidate.content_hash()] = trace
+        return trace
 
     async def propose(self, task: Task, trace: Trace, direction: Direction, effort: Effort, feedback: list[str],
                       ctx: GenerationContext) -> Proposal | None:
@@ -148,8 +171,9 @@ class LLMEngine:
             "models": {r: s.label for r, s in self.runtime.specs().items()},
         })
         key = candidate.content_hash()
-        self._traces[key] = proposal.after
+        self._traces[key] = proposal.after  # until realizes_plan re-extracts it
         self._owners[key] = (ctx.lineage, ctx.generation)
+        self._evolutions[key] = Evolution(parent=task, proposal=proposal)
         return candidate
 
     # ---- the Modifier's verifier tool ------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from envevo.evolve.engines.llm._engine import LLMEngine
 from envevo.evolve.engines.llm._judge import RubricJudge
+from envevo.evolve.engines.llm._realize import RealizesPlan
 from envevo.evolve.engines.llm._sandbox import ContainerShell
 from envevo.llm import PROJECT_RUBRIC, LLMRuntime, LLMSettings, Rubric, UsageRecord, default_rubric, load_rubric
 
@@ -31,11 +32,12 @@ def build_llm_engine(
     on_usage: Callable[[UsageRecord], None] | None = None,
     models: Mapping[str, Model] | None = None,
     container_shell: bool = True,
-) -> tuple[LLMEngine, list[RubricJudge]]:
-    """The engine and its checks (the rubric judge). Raises LLMConfigError for a missing model or a bad rubric."""
+) -> tuple[LLMEngine, list[RubricJudge | RealizesPlan]]:
+    """The engine and its checks (the rubric judge and `realizes_plan`). Raises LLMConfigError for a missing model
+    or a bad rubric."""
     runtime = LLMRuntime(settings, models=models, on_usage=on_usage)
     runtime.specs()  # every role has a model, or one clear error now
     # The Modifier's shell runs on the same environment as verification: local, compose or cloud.
     shell = ContainerShell(env, timeout_sec=settings.command_timeout_sec) if container_shell else None
     engine = LLMEngine(runtime, task_rubric=task_rubric(settings, rubric_files), shell=shell, env=env)
-    return engine, [engine.judge()]
+    return engine, engine.checks()
