@@ -51,6 +51,7 @@ class Rubric(BaseModel):
     threshold: float = Field(1.0, ge=0, le=1)
     base: Literal["harbor"] | None = None  # criteria loaded first, from Harbor's packaged default rubric
     critical: list[str] = Field(default_factory=list)  # names made `required`, base criteria included
+    weights: dict[str, float] = Field(default_factory=dict)  # weights of named criteria, base criteria included
     criteria: list[Criterion]
 
     def for_seed(self) -> Rubric:
@@ -63,9 +64,12 @@ class Rubric(BaseModel):
         for other in others:
             versions.append(f"{other.name}@{other.version}")
             by_name.update({c.name: c for c in other.criteria})
-            for name in other.critical:  # a user file may make a default criterion critical
+            for name in other.critical:  # a user file may make a default criterion critical, or reweigh it
                 if name in by_name:
                     by_name[name] = by_name[name].model_copy(update={"required": True})
+            for name, weight in other.weights.items():
+                if name in by_name:
+                    by_name[name] = by_name[name].model_copy(update={"weight": weight})
         return self.model_copy(update={"criteria": list(by_name.values()), "version": "+".join(versions)})
 
     def to_toml(self) -> str:
@@ -132,12 +136,16 @@ def _with_base(rubric: Rubric) -> Rubric:
         ours = {c.name for c in criteria}
         criteria = [c for c in base.criteria if c.name not in ours] + criteria
         version = f"{version}+harbor@{base.version}"
-    unknown = sorted(set(rubric.critical) - {c.name for c in criteria})
-    if unknown:
-        raise LLMConfigError(f"rubric {rubric.name}: critical names no criterion: {', '.join(unknown)}")
+    names = {c.name for c in criteria}
+    for key, given in (("critical", set(rubric.critical)), ("weights", set(rubric.weights))):
+        if given - names:
+            raise LLMConfigError(f"rubric {rubric.name}: {key} names no criterion: {', '.join(sorted(given - names))}")
+    if any(w <= 0 for w in rubric.weights.values()):
+        raise LLMConfigError(f"rubric {rubric.name}: weights must be positive")
     critical = set(rubric.critical)
-    criteria = [c.model_copy(update={"required": True}) if c.name in critical else c for c in criteria]
-    return rubric.model_copy(update={"criteria": criteria, "version": version, "base": None})
+    criteria = [c.model_copy(update={"required": c.required or c.name in critical,
+                                     "weight": rubric.weights.get(c.name, c.weight)}) for c in criteria]
+    return rubric.model_copy(update={"criteria": criteria, "version": version, "base": None, "critical": [], "weights": {}})
 
 
 def default_rubric(kind: Literal["plan", "task"]) -> Rubric:

@@ -378,12 +378,12 @@ def test_without_a_shell_the_prompt_says_there_is_none(tmp_path):
 
 # ---- judge --------------------------------------------------------------------------------------------------
 def test_judge_passes_a_clean_task_and_fails_on_a_failed_critical_criterion(tmp_path):
-    judge = RubricJudge(runtime(judge=scripted(lf.task_review(), lf.task_review(fail="behavior_in_task_description"))),
+    judge = RubricJudge(runtime(judge=scripted(lf.task_review(), lf.task_review(fail="tests_or_solution_in_image"))),
                         default_rubric("task"))
     ok = run(judge.check(seed(), lf.SEED))
     assert ok.passed and ok.name == "rubric" and ok.reasons == []
     bad = run(judge.check(seed(), lf.SEED))
-    assert not bad.passed and bad.reasons[0].startswith("behavior_in_task_description (critical):")
+    assert not bad.passed and bad.reasons[0].startswith("tests_or_solution_in_image (critical):")
 
 
 def test_judge_without_a_usable_verdict_rejects(tmp_path):

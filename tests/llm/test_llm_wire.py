@@ -106,7 +106,7 @@ def test_a_refusing_proposer_moves_on_to_the_next_direction_and_judge_feedback_r
     script = Script(**{
         # the seed, then each candidate's ξ (realizes_plan)
         "proposer-extract": [final(lf.extraction()), final(lf.candidate_extraction()), final(lf.candidate_extraction())],
-        "judge": [final(lf.task_review()), final(lf.task_review(fail="hardcoded_solution", evolved=True)),
+        "judge": [final(lf.task_review()), final(lf.task_review(fail="tests_or_solution_in_image", evolved=True)),
                   final(lf.task_review(evolved=True))],
         # seed 0 tries skill first: the proposer refuses it (plan budget 1, one output retry), then plans length.
         "proposer-plan": [refusal, openai_refusal, final(lf.plan(clarified=True))],
@@ -121,10 +121,10 @@ def test_a_refusing_proposer_moves_on_to_the_next_direction_and_judge_feedback_r
     assert "no usable plan from the proposer" in plans[0].proposal["summary"]
     cands = store.candidates("log-forensics", 1)
     assert [c.accepted for c in cands] == [False, True]
-    assert any("rubric: hardcoded_solution (critical)" in r for r in cands[0].reasons)
+    assert any("rubric: tests_or_solution_in_image (critical)" in r for r in cands[0].reasons)
     # The second Modifier attempt was told why the first failed, and continued from its draft.
     modifier_prompts = [r for r in server.requests if "envevo-role: modifier" in json.dumps(r["messages"][0])]
-    assert "rubric: hardcoded_solution (critical)" in json.dumps(modifier_prompts[-2]["messages"])
+    assert "rubric: tests_or_solution_in_image (critical)" in json.dumps(modifier_prompts[-2]["messages"])
     store.close()
 
 

@@ -10,8 +10,8 @@ from envevo.llm import Judgement, default_rubric, load_rubric, score
 from envevo.llm._rubric import harbor_rubric_path
 
 EVOLUTION = ["realizes_plan", "consistent_components", "drift"]
-CRITICAL = {"behavior_in_task_description", "anti_cheating_measures", "tests_or_solution_in_image", "hardcoded_solution",
-            "realizes_plan", "consistent_components"}
+CRITICAL = {"anti_cheating_measures", "tests_or_solution_in_image", "realizes_plan"}
+HEAVY = {"behavior_in_task_description", "hardcoded_solution", "realizes_plan", "consistent_components"}  # weight 2
 
 
 def harbor_criteria():
@@ -32,12 +32,13 @@ def test_the_task_rubric_is_harbors_default_with_its_guidance_then_the_evolution
         assert by_name[c["name"]].description == c["description"] and by_name[c["name"]].guidance == c["guidance"]
     assert {"informative_test_structure", "structured_data_schema", "test_deps_in_image"} <= set(by_name)
     assert {c.name for c in rubric.criteria if c.required} == CRITICAL
+    assert {c.name for c in rubric.criteria if c.weight == 2} == HEAVY and {c.weight for c in rubric.criteria} == {1, 2}
     assert [c.name for c in rubric.criteria if c.evolution] == EVOLUTION
     assert rubric.version.startswith("2+harbor@")  # an edit of Harbor's file shows in the recorded version
     # The judge sees the guidance, and which criteria are critical.
     brief = rubric.brief()
     assert "guidance: Test-only dependencies should be installed in tests" in brief
-    assert "- anti_cheating_measures (weight 1, critical):" in brief
+    assert "- anti_cheating_measures (weight 1, critical):" in brief and "- hardcoded_solution (weight 2):" in brief
 
 
 def test_a_seed_is_judged_without_the_evolution_criteria():
@@ -53,18 +54,38 @@ def test_harbors_own_rule_on_test_time_installs_is_kept():
     assert "Nothing is downloaded while the tests run" not in by_name["pinned_dependencies"].description
 
 
-def test_scoring_one_or_two_noncritical_fails_pass_three_reject_and_any_critical_fail_rejects():
-    rubric = default_rubric("task")  # 14 criteria, realizes_plan weighs 2: 15 in all; threshold 0.85
-    assert rubric.threshold == 0.85
+def test_scoring_tolerates_one_minor_slip_or_two_rejects_more_and_any_critical_fail_rejects():
+    rubric = default_rubric("task")  # 14 criteria weighing 18 in all; threshold 0.8, so up to 3.6 may fail
+    assert rubric.threshold == 0.8
     assert score(rubric, judged(rubric)) == (True, 1.0)
     ok, share = score(rubric, judged(rubric, typos="fail"))
-    assert ok and share == pytest.approx(14 / 15)
-    assert score(rubric, judged(rubric, typos="fail", informative_test_structure="fail"))[0]  # 13/15 = 0.867
-    assert not score(rubric, judged(rubric, typos="fail", informative_test_structure="fail", drift="fail"))[0]  # 0.8
+    assert ok and share == pytest.approx(17 / 18)
+    assert score(rubric, judged(rubric, typos="fail", informative_test_structure="fail", drift="fail"))[0]  # 15/18
+    assert score(rubric, judged(rubric, hardcoded_solution="fail", typos="fail"))[0]  # 15/18
+    assert not score(rubric, judged(rubric, hardcoded_solution="fail", behavior_in_task_description="fail"))[0]  # 14/18
+    assert not score(rubric, judged(rubric, **dict.fromkeys(
+        ["typos", "informative_test_structure", "drift", "pinned_dependencies"], "fail")))[0]  # 14/18
     for name in CRITICAL:
         assert not score(rubric, judged(rubric, **{name: "fail"}))[0], name
     # n/a does not count either way.
     assert score(rubric, judged(rubric, structured_data_schema="n/a", pinned_dependencies="n/a")) == (True, 1.0)
+
+
+def test_the_false_rejection_rate_the_choice_is_documented_with():
+    """docs/llm.md: with each criterion falsely failed 5% of the time, independently, "any fail rejects" over these
+    14 criteria would reject 51% of good candidates; this scoring rejects 16%, of which 14 points are the three
+    critical criteria. A calculation over the rubric as loaded, not a measurement of any model."""
+    import itertools
+
+    rubric, p = default_rubric("task"), 0.05
+    rejected = 0.0
+    for fails in itertools.product([False, True], repeat=len(rubric.criteria)):
+        verdicts = [Judgement(name=c.name, reason="r", verdict="fail" if f else "pass")
+                    for c, f in zip(rubric.criteria, fails, strict=True)]
+        if not score(rubric, verdicts)[0]:
+            rejected += p ** sum(fails) * (1 - p) ** (len(fails) - sum(fails))
+    assert rejected == pytest.approx(0.156, abs=0.001)
+    assert 1 - (1 - p) ** len(rubric.criteria) == pytest.approx(0.512, abs=0.001)
 
 
 def test_a_criterion_the_parent_failed_is_excused():
@@ -72,17 +93,18 @@ def test_a_criterion_the_parent_failed_is_excused():
     verdicts = judged(rubric, anti_cheating_measures="fail", typos="fail")
     assert not score(rubric, verdicts)[0]
     ok, share = score(rubric, verdicts, excused={"anti_cheating_measures"})
-    assert ok and share == pytest.approx(13 / 14)
+    assert ok and share == pytest.approx(16 / 17)
 
 
-def test_a_user_rubric_can_make_a_harbor_criterion_critical_and_add_its_own(tmp_path):
+def test_a_user_rubric_can_make_a_harbor_criterion_critical_reweigh_one_and_add_its_own(tmp_path):
     f = tmp_path / "house.toml"
-    f.write_text('name = "house"\ncritical = ["typos"]\n[[criteria]]\nname = "logs_read_only"\nrequired = true\n'
-                 'description = "Inputs stay read-only."\n')
+    f.write_text('name = "house"\ncritical = ["typos"]\nweights = { drift = 3.0 }\n[[criteria]]\n'
+                 'name = "logs_read_only"\nrequired = true\ndescription = "Inputs stay read-only."\n')
     rubric = default_rubric("task").merged([load_rubric(f)])
     assert not score(rubric, judged(rubric, typos="fail"))[0]
     assert not score(rubric, judged(rubric, logs_read_only="fail"))[0]
-    assert rubric.threshold == 0.85 and "house@1" in rubric.version
+    assert {c.name: c.weight for c in rubric.criteria}["drift"] == 3.0
+    assert rubric.threshold == 0.8 and "house@1" in rubric.version
 
 
 def test_a_critical_name_that_names_nothing_is_one_clear_error(monkeypatch):
