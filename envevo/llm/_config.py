@@ -141,6 +141,8 @@ class LLMSettings(BaseModel):
     max_tokens: int | None = Field(None, gt=0, description="input+output tokens per lineage")
     rubrics: list[Path] = Field(default_factory=list, description="extra rubric TOML files for the judge")
     prices: dict[str, Price] = Field(default_factory=dict, description="provider:name -> USD per million tokens")
+    record_dir: Path | None = Field(None, description="save every model exchange here (--record)")
+    replay_dir: Path | None = Field(None, description="answer every model request from this recording (--replay)")
     modifier_requests: int = Field(40, ge=1, description="model requests per Modifier attempt (tool calls included)")
     command_timeout_sec: float = Field(300.0, gt=0, description="a Modifier command inside the candidate's container")
     output_retries: int = Field(2, ge=0, description="re-asks after a malformed or invalid structured answer")
@@ -171,6 +173,9 @@ class LLMSettings(BaseModel):
         max_cost_usd: float | None = None,
         max_tokens: int | None = None,
         rubrics: list[Path] | None = None,
+        prices: dict[str, Price] | None = None,
+        record_dir: Path | None = None,
+        replay_dir: Path | None = None,
     ) -> LLMSettings:
         """Command-line values over the file's. `--model` replaces every role's model that came from the file's
         default; `role_models` (e.g. from `--role-model judge=openai:gpt-4.1-mini`) replaces single roles."""
@@ -193,6 +198,12 @@ class LLMSettings(BaseModel):
             update["max_tokens"] = max_tokens
         if rubrics:
             update["rubrics"] = [*self.rubrics, *rubrics]
+        if prices:
+            update["prices"] = {**self.prices, **prices}
+        if record_dir is not None:
+            update["record_dir"] = record_dir
+        if replay_dir is not None:
+            update["replay_dir"] = replay_dir
         return self.model_copy(update=update)
 
     def price(self, spec: ModelSpec) -> Price | None:

@@ -21,7 +21,7 @@ from pydantic_ai.usage import UsageLimits
 from envevo.llm._config import ROLES, LLMSettings, ModelSpec, Role
 from envevo.llm._errors import LLMConfigError, RoleFailed
 from envevo.llm._guard import EndpointGates, GuardedModel, RetryPolicy
-from envevo.llm._meter import Meter, UsageRecord
+from envevo.llm._meter import Meter, UsageRecord, require_prices
 from envevo.llm._preflight import preflight
 from envevo.llm._providers import build_model
 
@@ -45,6 +45,15 @@ class LLMRuntime:
         self.gates = EndpointGates(settings.max_concurrency)
         self.policy = RetryPolicy(budget_sec=settings.retry_budget_sec, max_retries=settings.max_retries,
                                   max_backoff_sec=settings.max_backoff_sec)
+        if models is None and settings.replay_dir is not None:  # every role answers from the recording
+            from envevo.llm._replay import Replay
+
+            models = Replay(settings.replay_dir).role_models()
+        self.recorder = None
+        if settings.record_dir is not None:
+            from envevo.llm._record import Recorder
+
+            self.recorder = Recorder(settings.record_dir)
         self._given = dict(models or {})
         self._sleep = sleep
         self._clock = clock
@@ -66,6 +75,11 @@ class LLMRuntime:
     def specs(self) -> dict[Role, ModelSpec]:
         return {r: self.spec(r) for r in ROLES}
 
+    def check_prices(self) -> None:
+        """A cost cap with an unpriced model is no cap: refuse it now (models given in-process are exempt)."""
+        require_prices(self.settings.max_cost_usd,
+                       [(self.spec(r), self.settings.price(self.spec(r))) for r in ROLES if r not in self._given])
+
     def model(self, role: Role) -> GuardedModel:
         if role not in self._models:
             spec = self.spec(role)
@@ -79,12 +93,14 @@ class LLMRuntime:
                 price=self.settings.price(spec), waits=self.waits[role],
                 # SDK clients keep connections bound to the loop they were used on: a fresh one per event loop.
                 fresh=None if given is not None else (lambda: build_model(spec, timeout, api)),
-                stream=self.settings.stream and given is None, **kwargs,
+                stream=self.settings.stream and given is None, recorder=self.recorder, **kwargs,
             )
         return self._models[role]
 
     async def preflight(self, roles: tuple[Role, ...] = ROLES) -> None:
-        """Key present, endpoint reachable, model served: for every role's endpoint, before work starts."""
+        """Prices for a cost cap, then key present, endpoint reachable, model served: for every role's endpoint,
+        before work starts."""
+        self.check_prices()
         await preflight([self.spec(r) for r in roles if r not in self._given])
 
     def output_spec(self, output_type: type, role: Role | None = None) -> Any:
