@@ -101,7 +101,7 @@ class LLMRuntime:
         """Prices for a cost cap, then key present, endpoint reachable, model served: for every role's endpoint,
         before work starts."""
         self.check_prices()
-        await preflight([self.spec(r) for r in roles if r not in self._given])
+        await preflight([self.spec(r) for r in roles if r not in self._given], self.policy)
 
     def output_spec(self, output_type: type, role: Role | None = None) -> Any:
         """Structured output in the role's mode (else the run's): tool calls (default), JSON schema, or

@@ -207,7 +207,8 @@ class ScriptedServer(FakeServer):
 
 
 class Script:
-    """Scripted replies per role, served in order. A role that runs out answers 500 with a clear message.
+    """Scripted replies per role, served in order. A role that runs out answers 400 with a clear message: not a
+    transient error, so a test whose script is short fails at once instead of retrying for the 15-minute budget.
 
     A subclass gives its API's `role_of(request)` and `error(status, message)`, as static methods.
     """
@@ -232,7 +233,7 @@ class Script:
         with self._lock:
             queue = self.queues.get(role) or []
             if not queue:
-                return self.error(500, f"fake server: the script has no reply left for role {role!r}")
+                return self.error(400, f"fake server: the script has no reply left for role {role!r}")
             step = queue.pop(0)
             self.served.append((role, len(queue)))
         reply = step(request) if callable(step) and not isinstance(step, Reply) else step

@@ -176,6 +176,22 @@ def test_a_run_that_diverges_from_its_recording_stops_with_one_line(tmp_path):
         run_once(tmp_path / "x", LLMSettings(replay_dir=tmp_path / "nothing"))
 
 
+@pytest.mark.sandbox
+def test_envevo_evolve_replay_runs_the_recording_with_the_real_verifiers(tmp_path):
+    """`envevo evolve --replay DIR` as a user runs it: no server, no key; the seed and the replayed candidate go
+    through the oracle and invalid-test verifiers in containers, so the recorded edits must really work."""
+    from tests.conftest import run_cli
+
+    out = tmp_path / "run"
+    r = run_cli("evolve", str(SEED), "--out", str(out), "--engine", "llm", "--replay", str(SHIPPED), "--generations",
+                "1", "--seed", "3", "--directions", "length", "--plan-budget", "2", "--env-budget", "2",
+                "--red-team", "off", "--json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    store = LineageStore.open(out, create=False)
+    check_result(store, store.lineage(NAME).status)
+    store.close()
+
+
 if __name__ == "__main__":  # re-record the shipped replay
     import tempfile
 

@@ -128,3 +128,13 @@ def test_a_60_second_overload_burst_is_survived_and_the_run_takes_that_long(tmp_
     waited = sum(engine.runtime.waits["proposer"])
     assert waited >= 60.0 and wall >= waited
     store.close()
+
+
+def test_the_preflight_waits_out_an_overloaded_endpoint_under_the_same_policy():
+    with FakeOpenAI(Script()) as server:
+        server.fail(529, times=2, retry_after=0.2)
+        rt = LLMRuntime(LLMSettings(model="openai:fake-model", base_url=server.url))
+        asyncio.run(rt.preflight())  # two 529s with retry-after, then the model list
+        server.fail(529, times=1, retry_after=5000)
+        with pytest.raises(EndpointUnavailable, match="failed the preflight"):
+            asyncio.run(rt.preflight())  # a wait past the budget is not taken
