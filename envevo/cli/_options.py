@@ -72,3 +72,11 @@ LLMConfigFile = Annotated[Path | None, typer.Option("--llm-config", help="A TOML
                                                     "(default ./envevo.toml if present).", rich_help_panel=LLM)]
 RoleModel = Annotated[list[str], typer.Option("--role-model", help="ROLE=PROVIDER:NAME for one role (proposer, "
                                               "reviewer, modifier, judge); repeatable.", rich_help_panel=LLM)]
+PriceOption = Annotated[list[str], typer.Option("--price", help="PROVIDER:NAME=IN,OUT: a model's USD per million "
+                                                "input and output tokens (0,0 for a free local server); needed with "
+                                                "--max-cost for a model without a list price; repeatable.",
+                                                rich_help_panel=LLM)]
+RecordDir = Annotated[Path | None, typer.Option("--record", help="Save every model exchange of the run to DIR, "
+                                                "for --replay (docs/llm.md).", rich_help_panel=LLM)]
+ReplayDir = Annotated[Path | None, typer.Option("--replay", help="Answer every model request from a recording "
+                                                "made with --record, offline.", rich_help_panel=LLM)]

@@ -78,6 +78,9 @@ def evolve(
                                                    help="Tokens per lineage, same behaviour.")] = None,
     rubric: Annotated[list[Path], typer.Option("--rubric", rich_help_panel=LLM,
                                                help="An extra rubric TOML for the judge; repeatable.")] = [],  # noqa: B006
+    price: o.PriceOption = [],  # noqa: B006
+    record: o.RecordDir = None,
+    replay: o.ReplayDir = None,
     max_drift: Annotated[str, typer.Option("--max-drift", help="Reject a candidate whose instruction drifted more than "
                                            "this from the seed: 1 − cosine similarity of the whole instruction to the "
                                            "seed's (all-MiniLM-L6-v2); the reason goes back to the Modifier. off: no "
@@ -96,7 +99,8 @@ def evolve(
     check_red_team(red_team)
     preflight(env)
     llm = uses_llm(engine_name)
-    settings = settings_with_options(llm_config, model, base_url, api_key_env, role_model, max_cost, max_tokens) if llm else None
+    settings = settings_with_options(llm_config, model, base_url, api_key_env, role_model, max_cost, max_tokens,
+                                     price, record, replay) if llm else None
     engine, checks = make_engine(engine_name, settings, env=env, rubric_files=rubric)
     if llm:
         asyncio.run(engine.preflight())  # a missing key or a dead endpoint: one line, before any work

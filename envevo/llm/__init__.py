@@ -8,6 +8,7 @@ from envevo.llm._config import CONFIG_FILE, ROLES, LLMSettings, ModelSpec, Price
 from envevo.llm._errors import (
     BudgetExceeded,
     CandidateFailed,
+    EndpointDown,
     EndpointUnavailable,
     EngineStop,
     ExtractionFailed,
@@ -56,6 +57,7 @@ __all__ = [
     "BudgetExceeded",
     "CandidateFailed",
     "Criterion",
+    "EndpointDown",
     "EndpointGates",
     "EndpointUnavailable",
     "EngineStop",

@@ -21,11 +21,12 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from envevo.llm._errors import LLMConfigError
+from envevo.llm._retry import DEFAULT_BUDGET_SEC
 
 Role = Literal["proposer", "reviewer", "modifier", "judge"]
 ROLES: tuple[Role, ...] = get_args(Role)
@@ -95,13 +96,25 @@ def parse_model(text: str, base_url: str | None = None, api_key_env: str | None 
     return ModelSpec(provider=provider, name=name, base_url=base_url or None, api_key_env=api_key_env)
 
 
+OutputMode = Literal["tool", "native", "prompted"]
+
+
 class RoleSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """One role's model and how it is asked. Any other key is a pydantic-ai model setting, passed through as given
+    (checked against pydantic-ai's names when the runtime starts): `thinking = "high"`,
+    `openai_reasoning_effort = "high"`, `anthropic_thinking = { type = "enabled", budget_tokens = 8000 }`, `top_p`…"""
+
+    model_config = ConfigDict(extra="allow")
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
     temperature: float | None = None
     max_output_tokens: int | None = Field(None, ge=1)
+    output_mode: OutputMode | None = Field(None, description="this role's structured-output mode; default [llm] output_mode")
+
+    def passed_through(self) -> dict[str, Any]:
+        """The model settings given under names of their own (everything not a field above)."""
+        return dict(self.model_extra or {})
 
 
 class LLMSettings(BaseModel):
@@ -114,14 +127,22 @@ class LLMSettings(BaseModel):
     roles: dict[Role, RoleSettings] = Field(default_factory=dict)
     max_concurrency: int = Field(4, ge=1, description="model requests in flight per endpoint")
     timeout_sec: float = Field(180.0, gt=0, description="one HTTP attempt; a timeout is retried")
-    max_retries: int = Field(5, ge=0, description="retries of a request on 429, 5xx, timeouts and dropped connections")
+    retry_budget_sec: float = Field(DEFAULT_BUDGET_SEC, gt=0,
+                                    description="how long one request keeps retrying 429, 5xx, timeouts and dropped connections")
+    max_retries: int | None = Field(None, ge=0, description="an extra cap on the retries of one request (default: the time budget only)")
     max_backoff_sec: float = Field(60.0, gt=0, description="longest wait between retries unless the server asks for more")
-    output_mode: Literal["tool", "native", "prompted"] = Field(
+    stream: bool = Field(True, description="stream answers, so a long reasoning answer is not cut by timeout_sec")
+    prompt_cache: bool = Field(True, description="mark the stable prompt prefix cacheable where the provider needs it (Anthropic)")
+    openai_api: Literal["auto", "chat", "responses"] = Field(
+        "auto", description="OpenAI's API: auto is Responses for OpenAI's own reasoning models, Chat Completions otherwise")
+    output_mode: OutputMode = Field(
         "tool", description="how structured answers are requested: tool calls, JSON-schema response_format, or prompt+parse")
     max_cost_usd: float | None = Field(None, gt=0, description="per lineage")
     max_tokens: int | None = Field(None, gt=0, description="input+output tokens per lineage")
     rubrics: list[Path] = Field(default_factory=list, description="extra rubric TOML files for the judge")
     prices: dict[str, Price] = Field(default_factory=dict, description="provider:name -> USD per million tokens")
+    record_dir: Path | None = Field(None, description="save every model exchange here (--record)")
+    replay_dir: Path | None = Field(None, description="answer every model request from this recording (--replay)")
     modifier_requests: int = Field(40, ge=1, description="model requests per Modifier attempt (tool calls included)")
     command_timeout_sec: float = Field(300.0, gt=0, description="a Modifier command inside the candidate's container")
     output_retries: int = Field(2, ge=0, description="re-asks after a malformed or invalid structured answer")
@@ -152,6 +173,9 @@ class LLMSettings(BaseModel):
         max_cost_usd: float | None = None,
         max_tokens: int | None = None,
         rubrics: list[Path] | None = None,
+        prices: dict[str, Price] | None = None,
+        record_dir: Path | None = None,
+        replay_dir: Path | None = None,
     ) -> LLMSettings:
         """Command-line values over the file's. `--model` replaces every role's model that came from the file's
         default; `role_models` (e.g. from `--role-model judge=openai:gpt-4.1-mini`) replaces single roles."""
@@ -174,6 +198,12 @@ class LLMSettings(BaseModel):
             update["max_tokens"] = max_tokens
         if rubrics:
             update["rubrics"] = [*self.rubrics, *rubrics]
+        if prices:
+            update["prices"] = {**self.prices, **prices}
+        if record_dir is not None:
+            update["record_dir"] = record_dir
+        if replay_dir is not None:
+            update["replay_dir"] = replay_dir
         return self.model_copy(update=update)
 
     def price(self, spec: ModelSpec) -> Price | None:

@@ -1,6 +1,9 @@
 """What can go wrong with an LLM role, split by what the caller should do about it.
 
 - `LLMConfigError`, `EndpointUnavailable`: the user fixes a key, a URL or a config file; the CLI prints one line.
+- `EndpointDown`: an endpoint kept failing for a whole call's retry budget (envevo/llm/_retry.py). Mid-run it
+  ends that lineage as `budget_exhausted`, with the reason, and the others go on; `--resume` reopens it. Before
+  any lineage exists (a seed's extraction) it is one line for the user, like `EndpointUnavailable`.
 - `BudgetExceeded`: a lineage reached its cost or token cap; the loop ends that lineage as `budget_exhausted`
   and it stays resumable (raise the cap and `--resume`).
 - `RoleFailed`: one role gave no usable answer (malformed output, a refusal) after its retries; the engine turns
@@ -23,6 +26,12 @@ class LLMConfigError(UserError):
 
 class EndpointUnavailable(UserError):
     """A missing key, an unreachable endpoint, or one that kept failing after every retry."""
+
+
+class EndpointDown(_StopBase, EndpointUnavailable):
+    """An endpoint still failing (429, 5xx, timeouts) when its call's retry budget ran out. Resumable."""
+
+    status = "budget_exhausted"
 
 
 class BudgetExceeded(_StopBase):

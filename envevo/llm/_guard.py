@@ -2,9 +2,13 @@
 
 - Bounded concurrency per endpoint: one semaphore per server, shared by every role that talks to it.
 - Retries with exponential backoff and jitter on 429, 5xx, timeouts and dropped connections, waiting at least
-  as long as the server's `retry-after` asks (envevo/llm/_retry.py, shared with the llm p_T estimator). The
-  provider SDKs' own retries are switched off (max_retries=0 on the client) so this is the only retry policy,
-  the same for every provider.
+  as long as the server's `retry-after` asks, for as long as the call's time budget lasts (envevo/llm/_retry.py,
+  shared with the llm p_T estimator). The provider SDKs' own retries are switched off (max_retries=0 on the
+  client) so this is the only retry policy, the same for every provider. A call still failing at the end of its
+  budget raises `EndpointDown`, which ends its lineage (resumable), not the run.
+- Streaming (`stream`, on for provider models): the answer arrives in chunks, so the read timeout bounds the
+  silence between chunks, not the length of a long reasoning answer.
+- Recording (`recorder`): every exchange is handed to it once answered (`envevo evolve --record DIR`).
 - Budget check before, and usage metering after, every request.
 
 Errors that retrying cannot fix (a bad key, an unknown model, a rejected request) pass straight through.
@@ -14,8 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 import warnings
 from collections.abc import Callable
+from typing import Protocol
 
 from pydantic_ai.exceptions import (
     ModelAPIError,
@@ -24,6 +30,7 @@ from pydantic_ai.exceptions import (
     ModelNotFoundError,
     ModelQuotaExceededError,
     ModelRequestRejectedError,
+    UnexpectedModelBehavior,
 )
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters
@@ -31,10 +38,10 @@ from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
 from envevo.llm._config import ModelSpec, Price
-from envevo.llm._errors import EndpointUnavailable
+from envevo.llm._errors import EndpointDown, EndpointUnavailable
 from envevo.llm._loops import PerLoop
 from envevo.llm._meter import Meter
-from envevo.llm._retry import MAX_RETRY_AFTER_SEC, RETRY_STATUS, RetryPolicy
+from envevo.llm._retry import RETRY_STATUS, RetryPolicy
 
 
 def retryable(exc: ModelAPIError) -> bool:
@@ -45,6 +52,12 @@ def retryable(exc: ModelAPIError) -> bool:
     if isinstance(exc, ModelRequestRejectedError | ModelQuotaExceededError):
         return False
     return not (isinstance(exc, ModelHTTPError) and 400 <= exc.status_code < 500)
+
+
+class Recorder(Protocol):
+    """Receives every answered exchange of a guarded model (envevo/llm/_record.py)."""
+
+    def exchange(self, model: str, messages: list[ModelMessage], response: ModelResponse) -> None: ...
 
 
 class EndpointGates:
@@ -87,6 +100,9 @@ class GuardedModel(WrapperModel):
         sleep=asyncio.sleep,
         waits: list[float] | None = None,
         fresh: Callable[[], Model] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        stream: bool = False,
+        recorder: Recorder | None = None,
     ):
         super().__init__(wrapped)
         # `wrapped` answers questions about the model; requests go to the running loop's own instance when
@@ -98,6 +114,9 @@ class GuardedModel(WrapperModel):
         self.policy = policy or RetryPolicy()
         self.price = price
         self._sleep = sleep  # injectable so tests can observe the waits
+        self._clock = clock  # what the retry budget is measured on (tests pair it with their sleep)
+        self.stream = stream
+        self.recorder = recorder
         self._rng = random.Random()
         self.waits = waits if waits is not None else []  # every backoff taken, for logs and tests
 
@@ -107,36 +126,48 @@ class GuardedModel(WrapperModel):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
-        attempt = 0
+        attempts = self.policy.start(self._clock, self._rng)
         while True:
             self.meter.check()
             try:
                 async with self.gates.gate(self.spec.endpoint):
                     live = self._live.get() if self._live is not None else self.wrapped
-                    response = await live.request(messages, model_settings, model_request_parameters)
+                    response = await self._send(live, messages, model_settings, model_request_parameters)
             except ModelAPIError as exc:
                 fatal = self._fatal(exc)
                 if fatal is not None:
                     raise fatal from exc
                 if not retryable(exc):
                     raise
-                attempt += 1
-                if attempt > self.policy.max_retries:
-                    raise EndpointUnavailable(
-                        f"{self.spec.label} at {self.spec.endpoint} kept failing after {self.policy.max_retries} retries "
-                        f"({_describe(exc)}); the run is resumable: fix the endpoint and re-run with --resume"
+                wait = attempts.next_wait(exc.retry_after)
+                if wait is None:
+                    raise EndpointDown(
+                        f"{self.spec.label} at {self.spec.endpoint} kept failing {attempts.why_not} "
+                        f"({_describe(exc)}); the run is resumable: fix the endpoint or wait, then re-run with --resume"
                     ) from exc
-                if exc.retry_after is not None and exc.retry_after > MAX_RETRY_AFTER_SEC:
-                    raise EndpointUnavailable(
-                        f"{self.spec.label} asked to wait {exc.retry_after:.0f}s before retrying; try again later with --resume"
-                    ) from exc
-                wait = self.policy.wait(attempt, exc.retry_after, self._rng)
                 self.waits.append(wait)
                 await self._sleep(wait)
                 continue
             usage = response.usage
             self.meter.record(self.spec.label, usage.input_tokens, usage.output_tokens, response_cost(response, self.price))
+            if self.recorder is not None:
+                self.recorder.exchange(self.spec.label, messages, response)
             return response
+
+    async def _send(self, live: Model, messages: list[ModelMessage], settings: ModelSettings | None,
+                    params: ModelRequestParameters) -> ModelResponse:
+        if not self.stream:
+            return await live.request(messages, settings, params)
+        try:
+            async with live.request_stream(messages, settings, params) as streamed:
+                async for _ in streamed:
+                    pass
+        except UnexpectedModelBehavior as e:
+            if "ended without" not in str(e):
+                raise
+            # Not one event came back: a body that is no stream at all (a proxy's page) or one cut short. Transient.
+            raise ModelAPIError(self.spec.name, f"the streamed answer was empty ({e})") from e
+        return streamed.get()
 
     def _fatal(self, exc: ModelAPIError) -> EndpointUnavailable | None:
         """Errors that stop the run: no role can work until the user fixes the key, the model name or the account."""

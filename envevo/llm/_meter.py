@@ -4,6 +4,10 @@ Every model response that comes back is metered, including the ones a role then 
 costs tokens too). Who spent it comes from a context variable the engine sets around each role call
 (`Meter.scope`), so lineages evolving concurrently are attributed correctly without passing ids through
 pydantic-ai. The budget is checked before each request: a lineage that has reached a cap gets no more calls.
+
+A cost cap is only a cap if every response has a cost: `require_prices` refuses, before any work, a `--max-cost`
+run with a model that has neither a configured price (`--price`, `[llm.prices]`) nor a list price in
+genai-prices (most self-hosted models), instead of metering it at $0.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from envevo.llm._errors import BudgetExceeded
+from envevo.llm._config import ModelSpec, Price
+from envevo.llm._errors import BudgetExceeded, LLMConfigError
 
 
 class Scope(BaseModel):
@@ -120,3 +125,27 @@ class Meter:
             t["output_tokens"] += r.output_tokens
             t["cost_usd"] += r.cost_usd or 0.0
         return out
+
+
+def has_list_price(spec: ModelSpec) -> bool:
+    """Whether genai-prices (the table pydantic-ai costs responses with) knows this model."""
+    from genai_prices import Usage, calc_price
+
+    try:
+        calc_price(Usage(input_tokens=1, output_tokens=1), spec.name, provider_id=spec.provider)
+    except LookupError:
+        return False
+    return True
+
+
+def require_prices(max_cost_usd: float | None, priced: list[tuple[ModelSpec, Price | None]]) -> None:
+    """With a cost cap, every model must have a price; LLMConfigError naming the fix otherwise."""
+    if max_cost_usd is None:
+        return
+    missing = sorted({spec.label for spec, price in priced if price is None and not has_list_price(spec)})
+    if missing:
+        example = missing[0]
+        raise LLMConfigError(
+            f"--max-cost needs a price for {', '.join(missing)}, which has no list price: give one with "
+            f"--price {example}=IN,OUT (USD per million input and output tokens; 0,0 for a free local server), "
+            "or cap tokens with --max-tokens instead")

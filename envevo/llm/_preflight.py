@@ -1,7 +1,8 @@
 """A cheap check of every endpoint before any work starts: the key is set, the server answers, it serves the model.
 
 One `GET /models` per distinct endpoint (free on every provider). A failure is one line naming the fix,
-raised before a seed is verified or a lineage is created.
+raised before a seed is verified or a lineage is created. An overloaded endpoint (429, 5xx) is waited for under
+the same retry policy as every model request (envevo/llm/_retry.py); an unreachable one fails at once.
 """
 
 from __future__ import annotations
@@ -12,16 +13,35 @@ from collections.abc import Iterable
 from envevo.llm._config import ModelSpec
 from envevo.llm._errors import EndpointUnavailable
 from envevo.llm._providers import sdk_client
+from envevo.llm._retry import RetryPolicy, parse_retry_after, retryable_status
 
 PREFLIGHT_TIMEOUT_SEC = 15.0
 
 
-async def _check(specs: list[ModelSpec]) -> None:
+async def _list_models(client, policy: RetryPolicy):
+    attempts = policy.start()
+    while True:
+        try:
+            return await client.models.list()
+        except Exception as e:
+            status = getattr(e, "status_code", None)
+            wait = attempts.next_wait(_retry_after(e)) if isinstance(status, int) and retryable_status(status) else None
+            if wait is None:
+                raise
+            await asyncio.sleep(wait)
+
+
+def _retry_after(e: Exception) -> float | None:
+    response = getattr(e, "response", None)
+    return parse_retry_after(response.headers.get("retry-after")) if response is not None else None
+
+
+async def _check(specs: list[ModelSpec], policy: RetryPolicy) -> None:
     first = specs[0]
     where = first.base_url or f"the {first.provider} API"
     client = sdk_client(first, PREFLIGHT_TIMEOUT_SEC)  # raises on a missing key
     try:
-        page = await client.models.list()
+        page = await _list_models(client, policy)
         served = {m.id for m in getattr(page, "data", None) or []}
     except Exception as e:  # the SDKs share these class names; match by name to avoid importing both
         kind = type(e).__name__
@@ -44,9 +64,10 @@ async def _check(specs: list[ModelSpec]) -> None:
             )
 
 
-async def preflight(specs: Iterable[ModelSpec]) -> None:
+async def preflight(specs: Iterable[ModelSpec], policy: RetryPolicy | None = None) -> None:
     """Check each distinct endpoint once (all in parallel)."""
+    policy = policy or RetryPolicy()
     by_endpoint: dict[tuple[str, str], list[ModelSpec]] = {}
     for s in specs:
         by_endpoint.setdefault((s.provider, s.endpoint), []).append(s)
-    await asyncio.gather(*(_check(group) for group in by_endpoint.values()))
+    await asyncio.gather(*(_check(group, policy) for group in by_endpoint.values()))

@@ -1,6 +1,11 @@
 """Build pydantic-ai models for a ModelSpec: OpenAI (and any OpenAI-compatible server) or Anthropic.
 
 The SDK clients are built here with `max_retries=0`, so `GuardedModel` owns retrying, and with our timeout.
+
+OpenAI's own reasoning models (o1, o3, o4-mini, gpt-5…) go through the Responses API (`OpenAIResponsesModel`):
+there their reasoning items are sent back on the next turn, so a Modifier's later turns keep what it reasoned
+before. Chat Completions drops them. Every other OpenAI model, and every OpenAI-compatible server (vLLM, SGLang,
+llama.cpp, which speak Chat Completions), uses Chat Completions; `openai_api` in `[llm]` overrides the choice.
 """
 
 from __future__ import annotations
@@ -30,15 +35,26 @@ def sdk_client(spec: ModelSpec, timeout_sec: float):
     return AsyncOpenAI(api_key=key, base_url=spec.base_url, max_retries=0, timeout=timeout_sec)
 
 
-def build_model(spec: ModelSpec, timeout_sec: float) -> Model:
+_REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5", "codex")
+
+
+def uses_responses_api(spec: ModelSpec, openai_api: str = "auto") -> bool:
+    if spec.provider != "openai" or openai_api == "chat":
+        return False
+    return openai_api == "responses" or (spec.base_url is None and spec.name.lower().startswith(_REASONING_PREFIXES))
+
+
+def build_model(spec: ModelSpec, timeout_sec: float, openai_api: str = "auto") -> Model:
     client = sdk_client(spec, timeout_sec)
     if spec.provider == "anthropic":
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
         return AnthropicModel(spec.name, provider=AnthropicProvider(anthropic_client=client))
-    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    # Chat Completions is what every OpenAI-compatible server (vLLM, SGLang, llama.cpp, …) speaks.
-    return OpenAIChatModel(spec.name, provider=OpenAIProvider(openai_client=client))
+    provider = OpenAIProvider(openai_client=client)
+    if uses_responses_api(spec, openai_api):
+        return OpenAIResponsesModel(spec.name, provider=provider)
+    return OpenAIChatModel(spec.name, provider=provider)

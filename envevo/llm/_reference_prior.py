@@ -41,7 +41,7 @@ from pathlib import Path
 from envevo.errors import UserError
 from envevo.llm._config import load_settings, parse_model
 from envevo.llm._errors import EndpointUnavailable
-from envevo.llm._retry import MAX_RETRY_AFTER_SEC, RetryPolicy, parse_retry_after, retryable_status
+from envevo.llm._retry import DEFAULT_BUDGET_SEC, RetryPolicy, parse_retry_after, retryable_status
 from envevo.trace import cache_dir, label_text
 
 PROMPT_VERSION = "v1"
@@ -66,14 +66,15 @@ class LLMPrior:
     """ReferenceDistribution from a reference model's probabilities (natural log); see the module docstring."""
 
     def __init__(self, *, model: str, base_url: str, api_key: str | None = None, method: str = "auto",
-                 cache: Path | None = None, timeout: float = 60.0, max_retries: int = 3):
+                 cache: Path | None = None, timeout: float = 60.0, max_retries: int | None = None,
+                 retry_budget_sec: float = DEFAULT_BUDGET_SEC):
         import httpx
 
         if method not in METHODS:
             raise UserError(f"unknown llm estimator method {method!r}; choose one of: {', '.join(METHODS)}")
         self.model, self.base_url = model, base_url.rstrip("/")
         self.max_retries = max_retries
-        self.policy = RetryPolicy(max_retries=max_retries, max_backoff_sec=30.0)
+        self.policy = RetryPolicy(budget_sec=retry_budget_sec, max_retries=max_retries, max_backoff_sec=30.0)
         self._rng = random.Random()
         key = hashlib.sha256(f"{self.base_url}|{model}".encode()).hexdigest()[:16]
         self.cache_path = Path(cache) if cache else cache_dir() / "llm-prior" / f"{key}.json"
@@ -121,28 +122,26 @@ class LLMPrior:
         Unreachable → one-line error."""
         import httpx
 
-        attempt = 0
+        attempts = self.policy.start(rng=self._rng)
         while True:
             try:
                 self.requests += 1
                 r = self._client.post(path, json=body)
             except httpx.TimeoutException as e:
-                attempt += 1
-                if attempt <= self.policy.max_retries:
-                    time.sleep(self.policy.wait(attempt, None, self._rng))
+                wait = attempts.next_wait()
+                if wait is not None:
+                    time.sleep(wait)
                     continue
-                raise EndpointUnavailable(f"the llm estimator's endpoint {self.base_url} timed out: {e}") from e
+                raise EndpointUnavailable(f"the llm estimator's endpoint {self.base_url} kept timing out "
+                                          f"{attempts.why_not}: {e}") from e
             except httpx.HTTPError as e:
                 raise EndpointUnavailable(f"cannot reach the llm estimator's endpoint {self.base_url}: {e}; "
                                           "is the server running and --base-url right?") from e
-            if retryable_status(r.status_code) and attempt < self.policy.max_retries:
-                attempt += 1
-                retry_after = parse_retry_after(r.headers.get("retry-after"))
-                if retry_after is not None and retry_after > MAX_RETRY_AFTER_SEC:
-                    raise EndpointUnavailable(f"{self.base_url} asked to wait {retry_after:.0f}s before retrying; "
-                                              "try again later")
-                time.sleep(self.policy.wait(attempt, retry_after, self._rng))
-                continue
+            if retryable_status(r.status_code):
+                wait = attempts.next_wait(parse_retry_after(r.headers.get("retry-after")))
+                if wait is not None:
+                    time.sleep(wait)
+                    continue  # else the caller reports the status it kept getting
             if r.status_code in (401, 403):
                 raise EndpointUnavailable(f"{self.base_url} rejected the API key ({r.status_code}): {_message(r)}")
             try:

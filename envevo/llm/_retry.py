@@ -1,19 +1,26 @@
-"""The one retry policy for model HTTP: which answers are worth another try, and how long to wait before it.
+"""The one retry policy for model HTTP: which answers are worth another try, how long to wait, and when to stop.
 
-Both paths that talk to models use it: the guarded pydantic-ai models of the LLM engine's roles (async) and the
-llm p_T estimator's plain HTTP client (sync). Waits honour the server's `retry-after`; without one they back off
-exponentially with ±25% jitter, so concurrent lineages do not retry in lockstep.
+Every path that talks to models uses it: the guarded pydantic-ai models of the LLM engine's roles, the LLM red
+team and `rubric learn` (async, through envevo/llm/_guard.py), and the llm p_T estimator's plain HTTP client
+(sync, envevo/llm/_reference_prior.py).
+
+A call is retried for as long as its time budget lasts (default 15 minutes from its first attempt), not a fixed
+number of times: provider overload bursts (Anthropic's 529s, OpenAI's 503s) often last minutes. Waits honour the
+server's `retry-after`; without one they back off exponentially with ±25% jitter, so concurrent lineages do not
+retry in lockstep. A wait that would end past the budget is not taken: the call gives up at once, with the reason.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 #: Rate limits, conflicts, overload and server errors: transient by convention.
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
-#: A server asking for a longer pause than this is treated as down, not busy.
-MAX_RETRY_AFTER_SEC = 600.0
+#: How long one call may keep retrying, from its first attempt.
+DEFAULT_BUDGET_SEC = 15 * 60.0
 
 
 def retryable_status(status: int) -> bool:
@@ -31,14 +38,53 @@ def parse_retry_after(value: str | None) -> float | None:
 
 @dataclass
 class RetryPolicy:
-    max_retries: int = 5
+    """`budget_sec` bounds the time a call spends retrying; `max_retries`, when set, also bounds the count."""
+
+    budget_sec: float = DEFAULT_BUDGET_SEC
     base_sec: float = 1.0
     max_backoff_sec: float = 60.0
+    max_retries: int | None = None
 
-    def wait(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
-        """Seconds before retry number `attempt` (1-based): the server's retry-after if it gave one,
-        else exponential backoff with ±25% jitter."""
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), MAX_RETRY_AFTER_SEC)
-        backoff = min(self.base_sec * 2 ** (attempt - 1), self.max_backoff_sec)
-        return backoff * rng.uniform(0.75, 1.25)
+    def backoff(self, attempt: int, rng: random.Random) -> float:
+        """Exponential backoff with ±25% jitter before retry number `attempt` (1-based)."""
+        return min(self.base_sec * 2 ** (attempt - 1), self.max_backoff_sec) * rng.uniform(0.75, 1.25)
+
+    def start(self, clock: Callable[[], float] = time.monotonic, rng: random.Random | None = None) -> Attempts:
+        """The retry state of one call, started now."""
+        return Attempts(self, clock, rng or random.Random(), clock())
+
+
+@dataclass
+class Attempts:
+    """One call's retries: ask `next_wait` after each transient failure; sleep that long, or give up on None."""
+
+    policy: RetryPolicy
+    clock: Callable[[], float]
+    rng: random.Random
+    started: float
+    retries: int = 0
+    waited: list[float] = field(default_factory=list)
+    why_not: str = ""  # why the last next_wait gave up
+
+    def elapsed(self) -> float:
+        return self.clock() - self.started
+
+    def next_wait(self, retry_after: float | None = None) -> float | None:
+        """Seconds to wait before the next attempt, or None when the budget (or the retry cap) is spent."""
+        p = self.policy
+        if p.max_retries is not None and self.retries >= p.max_retries:
+            self.why_not = f"after {self.retries} retries"
+            return None
+        left = p.budget_sec - self.elapsed()
+        # Without retry-after, the last wait is cut to what is left, so the budget's end gets one more attempt.
+        wait = max(retry_after, 0.0) if retry_after is not None else min(self.backoff(), max(left, 0.0))
+        if wait > left or left <= 0:
+            asked = f"; the server asked to wait {retry_after:.0f}s" if retry_after is not None else ""
+            self.why_not = f"for {self.elapsed():.0f}s, its retry budget of {p.budget_sec:g}s{asked}"
+            return None
+        self.retries += 1
+        self.waited.append(wait)
+        return wait
+
+    def backoff(self) -> float:
+        return self.policy.backoff(self.retries + 1, self.rng)

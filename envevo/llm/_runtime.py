@@ -8,7 +8,8 @@ for malformed output, refusals and rejected requests alike.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from functools import cache
+from typing import Any, TypeVar, cast
 
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior, UsageLimitExceeded
@@ -18,9 +19,9 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import UsageLimits
 
 from envevo.llm._config import ROLES, LLMSettings, ModelSpec, Role
-from envevo.llm._errors import RoleFailed
+from envevo.llm._errors import LLMConfigError, RoleFailed
 from envevo.llm._guard import EndpointGates, GuardedModel, RetryPolicy
-from envevo.llm._meter import Meter, UsageRecord
+from envevo.llm._meter import Meter, UsageRecord, require_prices
 from envevo.llm._preflight import preflight
 from envevo.llm._providers import build_model
 
@@ -37,15 +38,33 @@ class LLMRuntime:
         models: Mapping[str, Model] | None = None,
         on_usage: Callable[[UsageRecord], None] | None = None,
         sleep=None,
+        clock=None,
     ):
         self.settings = settings
         self.meter = Meter(settings.max_cost_usd, settings.max_tokens, on_usage)
         self.gates = EndpointGates(settings.max_concurrency)
-        self.policy = RetryPolicy(max_retries=settings.max_retries, max_backoff_sec=settings.max_backoff_sec)
+        self.policy = RetryPolicy(budget_sec=settings.retry_budget_sec, max_retries=settings.max_retries,
+                                  max_backoff_sec=settings.max_backoff_sec)
+        if models is None and settings.replay_dir is not None:  # every role answers from the recording
+            from envevo.llm._replay import Replay
+
+            models = Replay(settings.replay_dir).role_models()
+        self.recorder = None
+        if settings.record_dir is not None:
+            from envevo.llm._record import Recorder
+
+            self.recorder = Recorder(settings.record_dir)
         self._given = dict(models or {})
         self._sleep = sleep
+        self._clock = clock
         self._models: dict[str, GuardedModel] = {}
         self.waits: dict[str, list[float]] = {r: [] for r in ROLES}  # backoffs taken per role
+        for role, own in settings.roles.items():  # a misspelt setting would be ignored silently by the model
+            unknown = sorted(set(own.passed_through()) - model_setting_names())
+            if unknown:
+                raise LLMConfigError(
+                    f"[llm.roles.{role}] {', '.join(unknown)}: neither an envevo role setting nor a pydantic-ai model "
+                    "setting (e.g. thinking, openai_reasoning_effort, anthropic_thinking, top_p, seed)")
 
     def spec(self, role: Role) -> ModelSpec:
         if role in self._given:
@@ -56,27 +75,38 @@ class LLMRuntime:
     def specs(self) -> dict[Role, ModelSpec]:
         return {r: self.spec(r) for r in ROLES}
 
+    def check_prices(self) -> None:
+        """A cost cap with an unpriced model is no cap: refuse it now (models given in-process are exempt)."""
+        require_prices(self.settings.max_cost_usd,
+                       [(self.spec(r), self.settings.price(self.spec(r))) for r in ROLES if r not in self._given])
+
     def model(self, role: Role) -> GuardedModel:
         if role not in self._models:
             spec = self.spec(role)
             given = self._given.get(role)
-            timeout = self.settings.timeout_sec
-            kwargs = {"sleep": self._sleep} if self._sleep is not None else {}
+            timeout, api = self.settings.timeout_sec, self.settings.openai_api
+            kwargs: dict[str, Any] = {"sleep": self._sleep} if self._sleep is not None else {}
+            if self._clock is not None:
+                kwargs["clock"] = self._clock
             self._models[role] = GuardedModel(
-                given or build_model(spec, timeout), spec, self.meter, self.gates, self.policy,
+                given or build_model(spec, timeout, api), spec, self.meter, self.gates, self.policy,
                 price=self.settings.price(spec), waits=self.waits[role],
                 # SDK clients keep connections bound to the loop they were used on: a fresh one per event loop.
-                fresh=None if given is not None else (lambda: build_model(spec, timeout)), **kwargs,
+                fresh=None if given is not None else (lambda: build_model(spec, timeout, api)),
+                stream=self.settings.stream and given is None, recorder=self.recorder, **kwargs,
             )
         return self._models[role]
 
     async def preflight(self, roles: tuple[Role, ...] = ROLES) -> None:
-        """Key present, endpoint reachable, model served: for every role's endpoint, before work starts."""
-        await preflight([self.spec(r) for r in roles if r not in self._given])
+        """Prices for a cost cap, then key present, endpoint reachable, model served: for every role's endpoint,
+        before work starts."""
+        self.check_prices()
+        await preflight([self.spec(r) for r in roles if r not in self._given], self.policy)
 
-    def output_spec(self, output_type: type) -> Any:
-        """Structured output in the configured mode: tool calls (default), JSON schema, or prompt-and-parse."""
-        mode = self.settings.output_mode
+    def output_spec(self, output_type: type, role: Role | None = None) -> Any:
+        """Structured output in the role's mode (else the run's): tool calls (default), JSON schema, or
+        prompt-and-parse."""
+        mode = (self.settings.role(role).output_mode if role is not None else None) or self.settings.output_mode
         if mode == "native":
             return NativeOutput(output_type)
         if mode == "prompted":
@@ -84,18 +114,25 @@ class LLMRuntime:
         return output_type
 
     def model_settings(self, role: Role) -> ModelSettings:
+        """The role's temperature and output cap, prompt caching where the provider needs it marked, then every
+        setting the role passes through under pydantic-ai's own name (those win)."""
         own = self.settings.role(role)
-        out: ModelSettings = {}
+        out: dict[str, Any] = {}
         if own.temperature is not None:
             out["temperature"] = own.temperature
         if own.max_output_tokens is not None:
             out["max_tokens"] = own.max_output_tokens
-        return out
+        if self.settings.prompt_cache and role not in self._given and self.spec(role).provider == "anthropic":
+            # cache_control on the system prompt, the tool definitions and the last message: each request then
+            # reads the previous one's prefix. OpenAI caches long prefixes by itself, with nothing to mark.
+            out |= {"anthropic_cache_instructions": True, "anthropic_cache_tool_definitions": True,
+                    "anthropic_cache_messages": True}
+        return cast(ModelSettings, out | own.passed_through())
 
     def agent(self, role: Role, output_type: type[OutputT], instructions: str, **kwargs: Any) -> Agent[Any, OutputT]:
         agent: Agent[Any, OutputT] = Agent(
             self.model(role),
-            output_type=self.output_spec(output_type),
+            output_type=self.output_spec(output_type, role),
             instructions=instructions,
             retries={"output": self.settings.output_retries, "tools": kwargs.pop("tool_retries", 2)},
             model_settings=self.model_settings(role),
@@ -125,6 +162,18 @@ class LLMRuntime:
             except UsageLimitExceeded as e:  # the role's request allowance for one call (e.g. a looping Modifier)
                 raise RoleFailed(role, _one_line(e)) from e
         return result.output
+
+
+@cache
+def model_setting_names() -> frozenset[str]:
+    """Every key pydantic-ai's OpenAI (Chat and Responses) and Anthropic models accept in their settings."""
+    from pydantic_ai.models.anthropic import AnthropicModelSettings
+    from pydantic_ai.models.openai import OpenAIChatModelSettings, OpenAIResponsesModelSettings
+
+    names: set[str] = set()
+    for typed in (ModelSettings, OpenAIChatModelSettings, OpenAIResponsesModelSettings, AnthropicModelSettings):
+        names |= typed.__required_keys__ | typed.__optional_keys__
+    return frozenset(names)
 
 
 def _one_line(e: Exception) -> str:

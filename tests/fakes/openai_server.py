@@ -100,6 +100,25 @@ class Script(server.Script):
     error = staticmethod(error)
 
 
+def _chunks(body: dict) -> list[dict]:
+    """A chat completion as the stream of chunks the API sends for `stream: true` (with include_usage)."""
+    choice = body["choices"][0]
+    message = choice["message"]
+    base = {k: body[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    deltas: list[dict] = [{"role": "assistant", "content": ""}]
+    for key in ("content", "refusal"):
+        if message.get(key):
+            deltas.append({key: message[key]})
+    for i, call in enumerate(message.get("tool_calls") or []):
+        deltas.append({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
+                                       "function": {"name": call["function"]["name"], "arguments": ""}}]})
+        deltas.append({"tool_calls": [{"index": i, "function": {"arguments": call["function"]["arguments"]}}]})
+    chunks = [base | {"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+    chunks.append(base | {"choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]})
+    chunks.append(base | {"choices": [], "usage": body.get("usage")})
+    return chunks
+
+
 class FakeOpenAI(server.ScriptedServer):
     """`with FakeOpenAI(script) as server:` then point a client at `server.url`."""
 
@@ -112,6 +131,14 @@ class FakeOpenAI(server.ScriptedServer):
         if path.rstrip("/").endswith("/models"):
             return Reply(body={"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]})
         return error(404, f"no route {path}")
+
+    def encode(self, reply: Reply, request: dict | None) -> tuple[bytes, str]:
+        """Server-sent events for a streamed request's completion; anything else (errors, garbage) as is."""
+        body = reply.body
+        if not (request or {}).get("stream") or reply.status != 200 or not isinstance(body, dict) or "choices" not in body:
+            return super().encode(reply, request)
+        events = "".join(f"data: {json.dumps(c)}\n\n" for c in _chunks(body)) + "data: [DONE]\n\n"
+        return events.encode(), "text/event-stream"
 
     def post(self, path: str, request: dict) -> Reply:
         if not path.rstrip("/").endswith("/chat/completions"):

@@ -10,7 +10,8 @@ Scripted replies are shared too: a `Script` serves each envevo role's replies in
 every envevo prompt starts with (`envevo-role: <name>`); a reply can be fixed, a function of the request, or a
 `Rendered` one completed from the request it answers (ids, model, usage). Faults are replies: an HTTP error with
 headers (429 + retry-after), a delay longer than the client's timeout, a body that is not JSON; `fail` makes the
-server answer the next requests (or all of them) with an error before any route is asked.
+server answer the next requests (or all of them) with an error before any route is asked, and `fail_for` answers
+every model request (POST) with an error for a stretch of wall time (an overload burst), then serves again.
 """
 
 from __future__ import annotations
@@ -76,6 +77,9 @@ class FakeServer:
         self.received: list[Recorded] = []
         self._faults: list[Reply] = []
         self._fault_forever: Reply | None = None
+        self._burst: tuple[Reply, float] | None = None
+        self._burst_from: float | None = None
+        self.burst_errors = 0  # requests answered by the burst
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
@@ -110,6 +114,25 @@ class FakeServer:
                 self._fault_forever = reply
             else:
                 self._faults.extend([reply] * times)
+
+    def fail_for(self, status: int, seconds: float, *, retry_after: float | None = None,
+                 message: str = "fake server: overloaded") -> None:
+        """Answer every POST with this error for `seconds` of wall time from the first POST that arrives."""
+        headers = {} if retry_after is None else {"retry-after": f"{retry_after:g}"}
+        with self._lock:
+            self._burst, self._burst_from = (self.error(status, message, headers), seconds), None
+
+    def _bursting(self) -> Reply | None:
+        with self._lock:
+            if self._burst is None:
+                return None
+            reply, seconds = self._burst
+            now = time.monotonic()
+            self._burst_from = self._burst_from if self._burst_from is not None else now
+            if now - self._burst_from >= seconds:
+                return None
+            self.burst_errors += 1
+            return reply
 
     def _injected(self) -> Reply | None:
         with self._lock:
@@ -161,7 +184,7 @@ def _handler_for(fake: FakeServer) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             request = json.loads(self.rfile.read(length) or b"{}")
             fake.received.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, request))
-            self._send(fake._injected() or fake.post(self.path, request), request)
+            self._send(fake._injected() or fake._bursting() or fake.post(self.path, request), request)
 
     return _H
 
@@ -184,7 +207,8 @@ class ScriptedServer(FakeServer):
 
 
 class Script:
-    """Scripted replies per role, served in order. A role that runs out answers 500 with a clear message.
+    """Scripted replies per role, served in order. A role that runs out answers 400 with a clear message: not a
+    transient error, so a test whose script is short fails at once instead of retrying for the 15-minute budget.
 
     A subclass gives its API's `role_of(request)` and `error(status, message)`, as static methods.
     """
@@ -209,7 +233,7 @@ class Script:
         with self._lock:
             queue = self.queues.get(role) or []
             if not queue:
-                return self.error(500, f"fake server: the script has no reply left for role {role!r}")
+                return self.error(400, f"fake server: the script has no reply left for role {role!r}")
             step = queue.pop(0)
             self.served.append((role, len(queue)))
         reply = step(request) if callable(step) and not isinstance(step, Reply) else step

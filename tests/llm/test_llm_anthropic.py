@@ -38,7 +38,7 @@ def settings(server, name, **kw):
 def test_the_rubric_judge_runs_on_anthropic_and_its_usage_is_metered(name, streamed):
     script = Script(judge=[final(lf.task_review(fail="anti_cheating_measures"))])
     with FakeAnthropic(script, models=(name,)) as server, override_allow_model_requests(True):
-        engine, _ = build_llm_engine(settings(server, name), container_shell=False)
+        engine, _ = build_llm_engine(settings(server, name, stream=streamed), container_shell=False)
         assert engine.runtime.spec("judge").provider == "anthropic"
         asyncio.run(engine.preflight())  # GET /v1/models: key present, endpoint up, model served
         report = asyncio.run(engine.judge().check(load_task(lf.SEED), lf.SEED))
@@ -75,7 +75,7 @@ def test_a_429_with_retry_after_is_retried_then_the_proposer_gets_its_trace(name
     rate_limited = error(429, "Number of request tokens has exceeded your per-minute rate limit", {"retry-after": "1"})
     script = Script(**{"proposer-extract": [rate_limited, final(lf.extraction())]})
     with FakeAnthropic(script, models=(name,)) as server, override_allow_model_requests(True):
-        engine, _ = build_llm_engine(settings(server, name), container_shell=False)
+        engine, _ = build_llm_engine(settings(server, name, stream=streamed), container_shell=False)
         trace = asyncio.run(engine.extract_trace(load_task(lf.SEED)))
     assert script.remaining() == {}
     assert len(server.requests) == 2 and server.requests[0] == server.requests[1]  # the same request, resent
