@@ -180,6 +180,21 @@ def _replay(task_dirs: list[Path]) -> dict:
             [("run_in_container", {"command": "bash /tests/test.sh; cat /logs/verifier/reward.txt", "mount_tests": True})],
             [("read_file", {"path": "solution/solve.sh"})],
             [("run_in_container", {"command": "ls -la /app"})],
+            # A fix-and-check cycle, as a model goes through before it is satisfied (the review behind issue 15
+            # counts 25–40 Modifier requests per attempt; this script makes 24, then 4 for the retry).
+            [("run_in_container", {"command": "head -50 /tests/test_outputs.py; env | sort", "mount_tests": True})],
+            [("read_file", {"path": main_test})],
+            [("write_file", {"path": main_test, "content": task.read_text(main_test) + "\n# checks the summary, exactly\n"})],
+            [("run_in_container", {"command": "bash /solution/solve.sh && bash /tests/test.sh", "mount_solution": True,
+                                   "mount_tests": True})],
+            [("read_file", {"path": "instruction.md"})],
+            [("write_file", {"path": "instruction.md", "content": task.read_text("instruction.md") + "\nAlso write the summary, "
+                             "as one line per step.\n"})],
+            [("run_in_container", {"command": "bash /tests/test.sh; cat /logs/verifier/reward.txt", "mount_tests": True})],
+            [("list_files", {})],
+            [("run_in_container", {"command": "bash /tests/test.sh 2>&1 | tail -5", "mount_tests": True})],
+            [("read_file", {"path": "solution/solve.sh"})],
+            [("run_in_container", {"command": "cat /logs/verifier/reward.txt"})],
             None,
         ], main_test
 

@@ -102,6 +102,8 @@ class RoleSettings(BaseModel):
     api_key_env: str | None = None
     temperature: float | None = None
     max_output_tokens: int | None = Field(None, ge=1)
+    # The Modifier only: "tools" (tool calls) or "text" (fenced-block actions, for servers without tool calling).
+    actions: Literal["tools", "text"] | None = None
 
 
 class LLMSettings(BaseModel):
