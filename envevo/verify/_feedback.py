@@ -11,7 +11,8 @@ The same digest serves the verifiers' reasons (from a trial dir on the host) and
     last 12 lines of test-stdout:
       | …
 
-Failing tests come from the CTRF report when the tests wrote one, else from pytest's or unittest's failure lines.
+Failing tests come from the CTRF report when the tests wrote one, else from pytest's or unittest's failure lines,
+else from per-check `FAIL <check>` and TAP `not ok` lines.
 Pure functions over text; nothing here runs anything.
 """
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from envevo.verify._evidence import _read, clean_lines, pytest_failure_lines, quote, tail
+from envevo.verify._evidence import _CHECK_FAIL, _TAP_NOT_OK, _read, clean_lines, pytest_failure_lines, quote, tail
 
 ORACLE_LOG = "agent/oracle.txt"  # what Harbor's oracle agent captured of solve.sh (stdout and stderr)
 ORACLE_EXIT = "agent/exit-code.txt"  # written by Harbor only when solve.sh exited non-zero
@@ -48,7 +49,11 @@ def failing_tests(test_stdout: str, ctrf: dict | None = None, n: int = FAILING_M
     """(where they come from, the lines) of the tests that failed: CTRF first, else the test log's failure lines."""
     if lines := ctrf_failures(ctrf, n):
         return "ctrf.json", lines
-    return "test-stdout", pytest_failure_lines(test_stdout, n)
+    if lines := pytest_failure_lines(test_stdout, n):
+        return "test-stdout", lines
+    # Per-check lines (FAIL <check>: why, as envevo's seeds print them) and TAP's `not ok`.
+    checks = [ln.strip() for ln in clean_lines(test_stdout) if _CHECK_FAIL.match(ln.strip()) or _TAP_NOT_OK.match(ln.strip())]
+    return "test-stdout", checks[-n:]
 
 
 def _block(title: str, lines: list[str]) -> str:

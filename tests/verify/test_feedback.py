@@ -61,3 +61,10 @@ def test_no_reward_is_said_plainly():
     digest = run_digest(test_stdout="bash: uvx: command not found\n", reward=None, solve_output="", solve_exit=0)
     assert digest.startswith("no reward written") and "solve.sh printed nothing" in digest
     assert "uvx: command not found" in digest
+
+
+def test_per_check_fail_lines_count_as_failing_tests():
+    stdout = "PASS attacker_ip\nFAIL keys: missing exfil_datasets\nnot ok 3 - totals\n2 check(s) failed\n"
+    digest = run_digest(test_stdout=stdout, reward=0.0)
+    assert "failing tests (test-stdout):\n  | FAIL keys: missing exfil_datasets\n  | not ok 3 - totals" in digest
+    assert "PASS attacker_ip" not in digest.split("last ")[0]

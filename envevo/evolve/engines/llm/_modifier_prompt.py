@@ -10,7 +10,9 @@ from __future__ import annotations
 import re
 
 from envevo.evolve.engines.llm._sandbox import ShellFacts
-from envevo.llm import load_prompt
+from envevo.llm import LLMSettings, load_prompt
+
+DEFAULT_REQUESTS: int = LLMSettings.model_fields["modifier_requests"].default
 
 _HEADING = re.compile(r"^## (.+)$", re.M)
 
@@ -53,7 +55,7 @@ def _mounts(text_actions: bool) -> str:
             "to /tests first (a fresh copy each time), e.g. to run the reference solution and print what it produces.")
 
 
-def instructions(facts: ShellFacts | None, *, requests: int, text_actions: bool = False) -> str:
+def instructions(facts: ShellFacts | None, *, requests: int = DEFAULT_REQUESTS, text_actions: bool = False) -> str:
     """The Modifier prompt for this run: with the shell it really has (or saying it has none)."""
     head, sections = _sections(load_prompt("modifier").instructions)
     keep = ["Your shell" if facts is not None else "Without a shell"]
