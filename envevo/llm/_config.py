@@ -111,6 +111,8 @@ class RoleSettings(BaseModel):
     temperature: float | None = None
     max_output_tokens: int | None = Field(None, ge=1)
     output_mode: OutputMode | None = Field(None, description="this role's structured-output mode; default [llm] output_mode")
+    # The Modifier only: "tools" (tool calls) or "text" (fenced-block actions, for servers without tool calling).
+    actions: Literal["tools", "text"] | None = None
 
     def passed_through(self) -> dict[str, Any]:
         """The model settings given under names of their own (everything not a field above)."""

@@ -115,10 +115,12 @@ async def open_session(task_dir: Path, env: str = "podman", *, upload: Mapping[s
     workdir = Path(logs_dir) if logs_dir else Path(tempfile.mkdtemp(prefix="envevo-session-"))
     try:
         environment = _environment(task_dir, env, workdir, network)
-    except (FileNotFoundError, ValueError) as exc:
+    except (FileNotFoundError, ValueError, ImportError) as exc:
         if logs_dir is None:
             shutil.rmtree(workdir, ignore_errors=True)
-        raise SessionError(str(exc).splitlines()[0]) from None
+        # An environment whose SDK is not installed: Harbor's message says which extra to install, over lines.
+        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()] or [type(exc).__name__]
+        raise SessionError(" ".join(lines[:3]) if isinstance(exc, ImportError) else lines[0]) from None
     try:
         try:
             await asyncio.wait_for(environment.start(force_build=False), start_timeout_sec)

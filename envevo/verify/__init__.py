@@ -10,6 +10,8 @@ from envevo.verify._audit import (
                                   summarize_audit,
 )
 from envevo.verify._drift import DriftBound
+from envevo.verify._evidence import reward_of
+from envevo.verify._feedback import ctrf_failures, run_digest
 from envevo.verify._redteam import RedTeamVerifier, broken_by, choose_exploits, parse_red_team
 from envevo.verify._rubric import RuleRubric, TaskVerifier
 from envevo.verify._run import default_verifiers, verify_candidate, verify_tasks
@@ -30,12 +32,15 @@ __all__ = [
     "audit_record",
     "broken_by",
     "choose_exploits",
+    "ctrf_failures",
     "default_verifiers",
     "end_torn_line",
     "failure_classes",
     "load_audit_results",
     "parse_red_team",
     "record_reasons",
+    "reward_of",
+    "run_digest",
     "summarize_audit",
     "verify_candidate",
     "verify_tasks",

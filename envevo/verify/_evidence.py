@@ -95,14 +95,22 @@ def _read_json(path: Path) -> dict | None:
 
 def read_reward(verifier_dir: Path) -> float | None:
     """The reward the tests wrote: reward.txt's number, or reward.json's "reward" (else its first number)."""
-    text = _read(verifier_dir / "reward.txt").strip()
+    return reward_of(_read(verifier_dir / "reward.txt"), _read(verifier_dir / "reward.json"))
+
+
+def reward_of(reward_txt: str, reward_json: str = "") -> float | None:
+    """`read_reward` over the two files' texts (e.g. read from a sandbox by `cat`); empty texts: no reward."""
+    text = reward_txt.strip()
     if text:
         try:
             return float(text.split()[0])
         except ValueError:
             pass
-    data = _read_json(verifier_dir / "reward.json")
-    if data:
+    try:
+        data = json.loads(reward_json) if reward_json.strip() else None
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
         value = data.get("reward", next((v for v in data.values() if isinstance(v, (int, float))), None))
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)

@@ -16,10 +16,10 @@ from envevo.verify._evidence import (
     build_error,
     pull_failure,
     pull_hint,
-    pytest_failure_lines,
     quote,
     read_trial_logs,
 )
+from envevo.verify._feedback import run_digest, solution_run
 from envevo.verify._verdict import VerifierReport
 
 
@@ -75,12 +75,12 @@ def explain_error(o: TrialOutcome, logs: TrialLogs | None = None) -> str:
 
 
 def explain_low_score(o: TrialOutcome, logs: TrialLogs | None = None) -> str:
-    """Why the tests scored the reference solution below 1.0: pytest's failing assertions, else the log tail."""
+    """Why the tests scored the reference solution below 1.0, in the files' own words (`run_digest`): the failing
+    tests (CTRF, else pytest's or unittest's lines), solve.sh's output and exit code, and the tail of test-stdout."""
     logs = logs if logs is not None else read_trial_logs(o.trial_dir)
-    failing = pytest_failure_lines(logs.test_stdout)
-    if failing:
-        return "failing tests:\n" + _indent("\n".join(failing))
-    return quote(logs.test_stdout, 8)
+    solve_output, solve_exit = solution_run(o.trial_dir)
+    return run_digest(test_stdout=logs.test_stdout, ctrf=logs.ctrf, reward=o.reward, solve_output=solve_output,
+                      solve_exit=solve_exit)
 
 
 class OracleVerifier:

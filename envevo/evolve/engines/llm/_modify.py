@@ -1,12 +1,15 @@
 """The Modifier: an agent with typed tools that edits a draft copy of the task until it realizes the plan.
 
-Tools: list/read/write/delete files (confined to the draft, see Workspace), run a command in the draft's own
+Tools: list/read/write/edit/delete files (confined to the draft, see Workspace), run a command in the draft's own
 sandbox (a ShellSession: the verification environment's container for this candidate, state kept between
-commands, never the host), and run the oracle and invalid-test verifiers on the draft. Edits, commands and verifier
-runs are barriers (pydantic-ai `sequential` tools): in one turn they run in the order the model emitted them, so a
-command always sees the writes before it. The sandbox is opened at the first command and closed when the
-Modifier's run ends, also on errors and cancellation. The draft starts from the parent task, or from the previous
-attempt's draft when the verifiers sent feedback, so a retry fixes the last attempt instead of starting over.
+commands, never the host), run solve.sh then test.sh there (`run_tests`, answering with the verifiers' failure
+digest), and run the oracle and invalid-test verifiers on the draft. Edits, commands and runs are barriers
+(pydantic-ai `sequential` tools): in one turn they run in the order the model emitted them, so a command always
+sees the writes before it. Old observations are trimmed from the history (`_history`). A server without tool
+calling gets the same abilities as text actions (`[llm.roles.modifier] actions = "text"`, `_text_actions`).
+The sandbox is opened at the first command and closed when the Modifier's run ends, also on errors and
+cancellation. The draft starts from the parent task, or from the previous attempt's draft when the verifiers sent
+feedback, so a retry fixes the last attempt instead of starting over.
 """
 
 from __future__ import annotations
@@ -18,16 +21,19 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from pydantic import BaseModel, Field
+from pydantic_ai.capabilities import ProcessHistory
 
 from envevo.errors import TaskError
 from envevo.evolve._engine import GenerationContext, Proposal
-from envevo.evolve.engines.llm._sandbox import ContainerShell, ShellError, ShellFacts, ShellSession
+from envevo.evolve.engines.llm._history import trim_history
+from envevo.evolve.engines.llm._modifier_prompt import instructions
+from envevo.evolve.engines.llm._sandbox import ContainerShell, ShellError, ShellSession
+from envevo.evolve.engines.llm._text_actions import run_text_modifier
 from envevo.evolve.engines.llm._workspace import Workspace
 from envevo.llm import (
     CandidateFailed,
     LLMRuntime,
     RoleFailed,
-    load_prompt,
     render_trace,
 )
 from envevo.task import Task, load_task, save
@@ -40,7 +46,7 @@ class ModifierDone(BaseModel):
     summary: str = Field(description="what was changed, file by file, in a few lines")
 
 
-def _request(proposal: Proposal, feedback: list[str], files: str) -> str:
+def request_text(proposal: Proposal, feedback: list[str], files: str) -> str:
     plan = {k: v for k, v in proposal.plan.items() if k in ("rationale", "changes", "edits")}
     text = [
         f"Direction: {proposal.direction.value}   Effort: {proposal.effort.value}",
@@ -51,7 +57,7 @@ def _request(proposal: Proposal, feedback: list[str], files: str) -> str:
     if feedback:
         text += ["", "The verifiers rejected the previous attempt (the workspace holds it); fix these first:",
                  *[f"- {f}" for f in feedback[-12:]]]
-    text += ["", "Files in the workspace:", files, "", "Make the changes with your tools, then answer with a summary."]
+    text += ["", "Files in the workspace:", files, "", "Make the changes, then answer with a summary."]
     return "\n".join(text)
 
 
@@ -75,44 +81,16 @@ def start_draft(task: Task, ctx: GenerationContext, feedback: list[str]) -> Path
     return draft
 
 
-def _network(facts: ShellFacts) -> str:
-    if facts.network == "no-network":
-        return ("It has no internet access: the task forbids it, and the trials run the same way"
-                + ("; only the task's own services are reachable." if facts.compose else "."))
-    if facts.network == "allowlist":
-        hosts = ", ".join(facts.allowed_hosts) or "no host"
-        return f"Its network reaches only the task's allowlist ({hosts}), as in the trials."
-    return ("It has network access, as the task allows (the trials get the same); the tests and the solution must "
-            "still not need it.")
-
-
-def _compose(facts: ShellFacts) -> str:
-    if not facts.compose:
-        return ""
-    others = (f" and its other services ({', '.join(facts.compose_services)}) are reachable by their service names, "
-              "as in the trials") if facts.compose_services else ""
-    return f"- The task is a compose task: your commands run in its `main` service{others}.\n"
-
-
-def instructions(facts: ShellFacts | None) -> str:
-    """The Modifier prompt, with the section about the shell it really has (or the one saying it has none)."""
-    text = load_prompt("modifier").instructions
-    head, found, rest = text.partition("## Your shell\n")
-    shell_part, found2, rest = rest.partition("## Without a shell\n")
-    without, found3, rules = rest.partition("## Rules\n")
-    if not (found and found2 and found3):
-        return text
-    if facts is None:
-        return f"{head}## Your shell\n{without}## Rules\n{rules}"
-    shell_part = (shell_part.replace("{network}", _network(facts)).replace("{compose}\n", _compose(facts))
-                  .replace("{timeout_sec}", f"{facts.timeout_sec:g}"))
-    return f"{head}## Your shell\n{shell_part}## Rules\n{rules}"
+def actions_mode(runtime: LLMRuntime) -> str:
+    """`[llm.roles.modifier] actions`: "tools" (tool calls, the default) or "text" (fenced blocks, `_text_actions`)."""
+    return str(getattr(runtime.settings.role("modifier"), "actions", None) or "tools")
 
 
 async def _run_modifier(runtime: LLMRuntime, draft: Path, ws: Workspace, proposal: Proposal, feedback: list[str],
                         ctx: GenerationContext, sandbox: ShellSession | None, verify: VerifyFn | None) -> None:
-    agent = runtime.agent("modifier", ModifierDone, instructions(sandbox.facts() if sandbox is not None else None),
-                          tool_retries=3)
+    budget = runtime.settings.modifier_requests
+    text = instructions(sandbox.facts() if sandbox is not None else None, requests=budget)
+    agent = runtime.agent("modifier", ModifierDone, text, tool_retries=3, capabilities=[ProcessHistory(trim_history)])
 
     @agent.tool_plain
     def list_files(directory: str = "") -> str:
@@ -131,6 +109,12 @@ async def _run_modifier(runtime: LLMRuntime, draft: Path, ws: Workspace, proposa
         return ws.write(path, content, executable)
 
     @agent.tool_plain(sequential=True)
+    def str_replace(path: str, old_text: str, new_text: str) -> str:
+        """Replace the one occurrence of `old_text` (copied exactly, unique in the file) with `new_text`.
+        Cheaper than write_file for a change to part of a file."""
+        return ws.replace(path, old_text, new_text)
+
+    @agent.tool_plain(sequential=True)
     def delete_file(path: str) -> str:
         """Delete a file or directory of the task."""
         return ws.delete(path)
@@ -142,14 +126,23 @@ async def _run_modifier(runtime: LLMRuntime, draft: Path, ws: Workspace, proposa
             """Run a bash command in this candidate's own container (the verifier trials' image and network
             policy). State persists between commands; commands run one at a time, after the edits called before
             them. Set mount_solution / mount_tests to copy the workspace's current solution/ to /solution and
-            tests/ to /tests first (a fresh copy, replacing the last), e.g. to run the reference solution and print
-            what it produces."""
+            tests/ to /tests first (a fresh copy, replacing the last)."""
             try:
                 result = await sandbox.run(command, timeout_sec=timeout_sec, upload_solution=mount_solution,
                                            upload_tests=mount_tests)
             except ShellError as e:
                 return f"error: the container could not be started: {e}"
             return result.summary()
+
+        @agent.tool_plain(sequential=True)
+        async def run_tests(with_solution: bool = True) -> str:
+            """Run solve.sh then test.sh as the oracle trial does, in a fresh container from the image (the session
+            continues there), and report the reward, the failing tests, solve.sh's output and the end of
+            test-stdout. with_solution=false runs the tests on the untouched environment: they must score 0."""
+            try:
+                return await sandbox.run_tests(with_solution=with_solution)
+            except ShellError as e:
+                return f"error: the container could not be started: {e}"
 
     if verify is not None:
         @agent.tool_plain(sequential=True)
@@ -159,8 +152,8 @@ async def _run_modifier(runtime: LLMRuntime, draft: Path, ws: Workspace, proposa
             return await verify(draft, ctx.workdir / f"{draft.name}-trials")
 
     try:
-        await runtime.run(agent, _request(proposal, feedback, ws.list()), role="modifier", lineage=ctx.lineage,
-                          generation=ctx.generation, request_limit=runtime.settings.modifier_requests)
+        await runtime.run(agent, request_text(proposal, feedback, ws.list()), role="modifier", lineage=ctx.lineage,
+                          generation=ctx.generation, request_limit=budget)
     except RoleFailed as e:
         raise CandidateFailed(f"the Modifier did not finish: {e}") from e
 
@@ -172,7 +165,10 @@ async def modify(runtime: LLMRuntime, task: Task, proposal: Proposal, feedback: 
     ws = Workspace(draft)
     # The draft's own sandbox: opened by the first command, closed (stopped, removed) when this run ends.
     async with shell.session(draft) if shell is not None else contextlib.nullcontext() as sandbox:
-        await _run_modifier(runtime, draft, ws, proposal, feedback, ctx, sandbox, verify)
+        if actions_mode(runtime) == "text":
+            await run_text_modifier(runtime, ws, request_text(proposal, feedback, ws.list()), ctx, sandbox)
+        else:
+            await _run_modifier(runtime, draft, ws, proposal, feedback, ctx, sandbox, verify)
     try:
         edited = load_task(draft)
     except TaskError as e:

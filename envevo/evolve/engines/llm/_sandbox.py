@@ -13,6 +13,8 @@ network policy. Never the host.
   is killed there, not merely abandoned) and by the session's own timeout on the outside.
 - solution/ and tests/ are uploaded on request to /solution and /tests, where the trials put them: a fresh copy
   each time (the Modifier may have edited them), replacing the previous one.
+- `run_tests` runs solve.sh then test.sh the way the oracle trial does, in a fresh container from the image, and
+  returns the verifiers' failure digest (`envevo.verify.run_digest`) of what they left in /logs/verifier.
 - The session closes when the candidate's Modifier run ends, also on errors and cancellation (`open_session`
   shields the stop), so no sandbox is left behind.
 """
@@ -33,10 +35,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from envevo.runtime import SandboxSession, SessionError, environment_digest, network_policy, open_session
+from envevo.verify import reward_of, run_digest
 
 OUTPUT_LIMIT = 12_000
 KILL_GRACE_SEC = 5  # after the in-container timeout's TERM, a KILL
 COMPOSE_FILE = "docker-compose.yaml"
+_SPLIT = "--envevo-verifier-file--"
+_VERIFIER_FILES = ("reward.txt", "reward.json", "ctrf.json")
 
 
 class CommandResult(BaseModel):
@@ -62,6 +67,8 @@ class ShellFacts(BaseModel):
     allowed_hosts: list[str] = []
     compose_services: list[str] = []  # the compose task's other services (sidecars); empty for Dockerfile tasks
     compose: bool = False
+    # [verifier] environment_mode = "separate": the trials run the tests in a container of their own (tests/Dockerfile)
+    separate_verifier: bool = False
 
 
 def clip(text: str, limit: int = OUTPUT_LIMIT) -> str:
@@ -72,11 +79,16 @@ def clip(text: str, limit: int = OUTPUT_LIMIT) -> str:
     return f"{text[:half]}\n[… {len(text) - limit} characters cut …]\n{text[-half:]}"
 
 
-def _environment_table(task_dir: Path) -> dict[str, Any]:
+def _task_table(task_dir: Path, name: str) -> dict[str, Any]:
     try:
-        return dict(tomllib.loads((task_dir / "task.toml").read_text()).get("environment") or {})
+        table = tomllib.loads((task_dir / "task.toml").read_text()).get(name)
     except (OSError, tomllib.TOMLDecodeError):
         return {}
+    return dict(table) if isinstance(table, dict) else {}
+
+
+def _environment_table(task_dir: Path) -> dict[str, Any]:
+    return _task_table(task_dir, "environment")
 
 
 def sandbox_key(task_dir: Path) -> str:
@@ -169,6 +181,35 @@ class ShellSession:
                              timed_out=timed_out, note=note)
 
 
+    async def run_tests(self, *, with_solution: bool = True) -> str:
+        """solve.sh (unless `with_solution` is False: the empty agent) then test.sh, in a fresh container from the
+        image, as the trials run them; the digest of the run. The session continues in that container."""
+        async with self._lock:
+            await self.close()  # the trials start from the image, not from what earlier commands left
+        await self.run("rm -rf /logs/verifier/* /solution /tests")
+        solve = await self.run("bash /solution/solve.sh", upload_solution=True) if with_solution else None
+        await self.run("rm -f " + " ".join(f"/logs/verifier/{f}" for f in _VERIFIER_FILES))  # as Harbor does
+        test = await self.run("bash /tests/test.sh", upload_tests=True)
+        async with self._lock:
+            session, _ = await self._ensure()
+            read = await session.exec("; ".join(f"cat /logs/verifier/{f} 2>/dev/null; echo {_SPLIT}" for f in _VERIFIER_FILES),
+                                      timeout_sec=60)
+        reward_txt, reward_json, ctrf_text, *_ = [*read.stdout.split(_SPLIT + "\n"), "", "", ""]
+        try:
+            ctrf = json.loads(ctrf_text) if ctrf_text.strip() else None
+        except ValueError:
+            ctrf = None
+        notes = [f"{name} timed out" for name, r in (("solve.sh", solve), ("test.sh", test)) if r is not None and r.timed_out]
+        if self.facts().separate_verifier:
+            notes.append("in the trials these tests run in a separate verifier environment (tests/Dockerfile) that "
+                         "sees only the declared artifacts; here they ran in this container")
+        digest = run_digest(test_stdout=test.output, ctrf=ctrf if isinstance(ctrf, dict) else None,
+                            reward=reward_of(reward_txt, reward_json),
+                            solve_output=solve.output if solve is not None else None,
+                            solve_exit=solve.exit_code if solve is not None else None)
+        return "".join(f"[{n}]\n" for n in notes) + digest
+
+
 class ContainerShell:
     """The Modifier's shell on the verification environment `env`; `session(task_dir)` gives one candidate's."""
 
@@ -194,5 +235,7 @@ class ContainerShell:
                 import yaml
 
                 services = sorted(s for s in (yaml.safe_load(compose_file.read_text()) or {}).get("services", {}) if s != "main")
+        verifier = _task_table(task_dir, "verifier")
+        separate = (verifier.get("environment_mode") or ("separate" if verifier.get("environment") else None)) == "separate"
         return ShellFacts(timeout_sec=self.timeout_sec, network=mode, allowed_hosts=hosts, compose=compose,
-                          compose_services=services)
+                          compose_services=services, separate_verifier=separate)

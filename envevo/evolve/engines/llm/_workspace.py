@@ -1,4 +1,4 @@
-"""The Modifier's file access: list, read, write and delete, confined to one candidate task directory.
+"""The Modifier's file access: list, read, write, edit and delete, confined to one candidate task directory.
 
 Every path goes through `resolve`: relative only, no `..`, no symlink anywhere on the way, and the real path
 must stay under the root. Writes are size-capped. A refused operation returns an error message to the model
@@ -17,7 +17,7 @@ from envevo.errors import TaskError
 from envevo.task import safe_relpath
 
 MAX_WRITE_BYTES = 2 * 1024 * 1024
-MAX_READ_CHARS = 24_000
+MAX_READ_CHARS = 10_000
 
 
 class Refused(Exception):
@@ -111,6 +111,32 @@ class Workspace:
         os.chmod(p, 0o755 if exe else 0o644)
         self.written.append(rel)
         return f"wrote {rel} ({size} bytes{', executable' if exe else ''})"
+
+    def replace(self, path: str, old: str, new: str) -> str:
+        """Replace the one occurrence of `old` in a text file with `new` (an edit without resending the file)."""
+        try:
+            rel, p = self.resolve(path)
+        except Refused as e:
+            return self._refuse("edit", e)
+        if not p.is_file():
+            return f"error: no file {rel} in the task; create it with write_file"
+        data = p.read_bytes()
+        if b"\x00" in data:
+            return f"error: {rel} is binary; replace it with write_file"
+        text = data.decode("utf-8", "replace")
+        if not old:
+            return "error: old_text is empty; give the exact text to replace, with enough lines to be unique"
+        count = text.count(old)
+        if count != 1:
+            where = "does not occur" if count == 0 else f"occurs {count} times"
+            hint = ("copy it exactly (whitespace included) from read_file" if count == 0
+                    else "include more surrounding lines so it is unique")
+            return f"error: old_text {where} in {rel}; {hint}. Nothing was changed"
+        result = self.write(rel, text.replace(old, new, 1))
+        if result.startswith("error:"):
+            return result
+        line = text[:text.index(old)].count("\n") + 1
+        return f"edited {rel} at line {line} ({len(old)} characters replaced by {len(new)})"
 
     def delete(self, path: str) -> str:
         try:
