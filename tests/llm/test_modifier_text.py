@@ -60,8 +60,8 @@ def modifier_turns() -> list:
 
 def test_a_server_without_tool_calling_completes_a_generation_with_text_actions(tmp_path):
     tools_script = Script(**{
-        "proposer-extract": [final(lf.extraction())],
-        "judge": [final(lf.task_review()), final(lf.task_review())],
+        "proposer-extract": [final(lf.extraction()), final(lf.candidate_extraction())],  # the seed, then the candidate
+        "judge": [final(lf.task_review()), final(lf.task_review(evolved=True))],
         "proposer-plan": [final(lf.plan(clarified=True))],
         "reviewer": [final(lf.plan_review(accept=True))],
     })

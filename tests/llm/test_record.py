@@ -57,6 +57,15 @@ def extraction() -> dict:
             "steps": [{"scenario": s, "skill": k, "evidence": ev} for (s, k), ev in zip(STEPS, evidence, strict=True)]}
 
 
+def candidate_extraction() -> dict:
+    """ξ re-extracted from the accepted candidate (realizes_plan): ξ′, the new pair backed by the candidate's files."""
+    out = extraction()
+    out["steps"].append({"scenario": NEW_STEP[0], "skill": NEW_STEP[1], "evidence": [
+        {"file": "instruction.md", "quote": "Also write `/app/counts.json`"},
+        {"file": "solution/solve.sh", "quote": 'counts[o["customer"]] = counts.get(o["customer"], 0) + 1'}]})
+    return out
+
+
 def plan() -> dict:
     return {
         "rationale": "A third step on the same filtered orders: the solver must also count them per customer and "
@@ -95,8 +104,8 @@ def new_files() -> dict[str, str]:
 def script() -> Script:
     files = new_files()
     return Script(**{
-        "proposer-extract": [final(extraction())],
-        "judge": [final(lf.task_review()), final(lf.task_review())],  # the seed, then the candidate
+        "proposer-extract": [final(extraction()), final(candidate_extraction())],  # the seed, then the candidate
+        "judge": [final(lf.task_review()), final(lf.task_review(evolved=True))],  # the seed, then the candidate
         "proposer-plan": [final(plan())],
         "reviewer": [final(lf.plan_review(accept=True))],
         "modifier": [tool_calls(("list_files", {})),
@@ -157,7 +166,7 @@ def test_record_then_replay_gives_the_same_run(tmp_path):
     rec = tmp_path / "rec"
     record(rec, tmp_path / "a")
     lines = [json.loads(x) for x in (rec / "exchanges.jsonl").read_text().splitlines()]
-    assert Counter(e["role"] for e in lines) == {"proposer": 2, "reviewer": 1, "modifier": 6, "judge": 2}
+    assert Counter(e["role"] for e in lines) == {"proposer": 3, "reviewer": 1, "modifier": 6, "judge": 2}
     assert {e["lineage"] for e in lines if e["role"] == "modifier"} == {NAME}
     assert all(e["response"]["parts"] and e["request"] for e in lines)
     store, status = run_once(tmp_path / "b", LLMSettings(replay_dir=rec))

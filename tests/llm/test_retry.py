@@ -111,8 +111,8 @@ def test_a_60_second_overload_burst_is_survived_and_the_run_takes_that_long(tmp_
     """The issue's case: 529s for a real 60 s, then answers. The default 15-minute budget, with backoff capped at
     10 s (max_backoff_sec) so the wait ends soon after the burst does."""
     script = Script(**{
-        "proposer-extract": [final(lf.extraction())],
-        "judge": [final(lf.task_review()), final(lf.task_review())],
+        "proposer-extract": [final(lf.extraction()), final(lf.candidate_extraction())],  # the seed, then the candidate
+        "judge": [final(lf.task_review()), final(lf.task_review(evolved=True))],
         "proposer-plan": [final(lf.plan(clarified=True))],
         "reviewer": [final(lf.plan_review(accept=True))],
         "modifier": modifier_script(),
