@@ -10,8 +10,9 @@ What a capable model would answer, written out per role:
   be forged; the red team confirms it, which is why it is off here, docs/trust.md) — the seed is judged, not
   rejected — and fails each candidate on the same criterion, which the parent already failed, so it is excused;
 - the Modifier first adds the prices and the instruction's new key only; re-extracting ξ from that candidate finds
-  no tested, solved fourth step, so `realizes_plan` rejects it, with feedback; the Modifier then adds the tests and
-  the solution, and the second candidate is accepted.
+  no tested, solved fourth step, so `realizes_plan` rejects it, with feedback; the Modifier then adds the tests but
+  forgets the solution, so the oracle fails and the Modifier is shown the failing test (CTRF) and test-stdout's
+  tail; it adds the solution, and the third candidate is accepted.
 """
 
 import asyncio
@@ -135,16 +136,18 @@ def modifier_model():
         Calls(("write_file", {"path": "environment/data/prices.csv", "content": PRICES}),
               ("write_file", {"path": "instruction.md", "content": new_instruction()})),
         done,
-        # attempt 2, from attempt 1's draft, told why it failed: the tests and the solution
+        # attempt 2, told that the plan is not realized: the tests, but the solution is forgotten
         Calls(("write_file", {"path": "tests/expected.json", "content": new_expected()}),
-              ("write_file", {"path": "tests/test_outputs.py", "content": new_tests()}),
-              ("write_file", {"path": "solution/solve.sh", "content": new_solution()})),
+              ("write_file", {"path": "tests/test_outputs.py", "content": new_tests()})),
+        done,
+        # attempt 3, told which test failed and what test-stdout said: the solution
+        Calls(("write_file", {"path": "solution/solve.sh", "content": new_solution()})),
         done, name="modifier")
 
 
 def test_a_tb2_style_seed_is_judged_not_rejected_and_a_candidate_must_realize_its_plan(sandbox, tmp_path):
-    proposer = scripted(extraction(False), plan(), extraction(False), extraction(True), name="proposer")
-    judge = scripted(task_review(False), task_review(True), task_review(True), name="judge")
+    proposer = scripted(extraction(False), plan(), extraction(False), extraction(True), extraction(True), name="proposer")
+    judge = scripted(task_review(False), task_review(True), task_review(True), task_review(True), name="judge")
     reviewer = scripted(plan_review(), name="reviewer")
     modifier = modifier_model()
     models = {"proposer": proposer, "reviewer": reviewer, "modifier": modifier, "judge": judge}
@@ -152,7 +155,7 @@ def test_a_tb2_style_seed_is_judged_not_rejected_and_a_candidate_must_realize_it
     store = LineageStore.open(tmp_path / "run")
     engine.attach_store(store)
     cfg = EvolveConfig(engine="llm", generations=1, seed=1, repeats=1, trial_concurrency=2, env=sandbox, red_team="off",
-                       directions=[Direction.LENGTH], effort=Effort.LOW, plan_budget=1, env_budget=2)
+                       directions=[Direction.LENGTH], effort=Effort.LOW, plan_budget=1, env_budget=3)
     events = []
 
     async def main():
@@ -172,7 +175,7 @@ def test_a_tb2_style_seed_is_judged_not_rejected_and_a_candidate_must_realize_it
         "oracle": True, "invalid_test": True, "rubric": False, "realizes_plan": True}
     assert store.version("tb2-canonical", 0).verified
 
-    first, second = store.candidates("tb2-canonical", 1)
+    first, middle, last = store.candidates("tb2-canonical", 1)
     # The first candidate passes the containers and the judge, but its re-extracted ξ lacks the planned step.
     reports = {r.verifier: r for r in store.verifications(first.id)}
     assert {k: r.passed for k, r in reports.items()} == {"oracle": True, "invalid_test": True, "rubric": True,
@@ -182,14 +185,17 @@ def test_a_tb2_style_seed_is_judged_not_rejected_and_a_candidate_must_realize_it
     # ... and the Modifier is told so on its second attempt.
     second_attempt = last_prompt(modifier.seen[3])
     assert "does not realize its plan" in second_attempt and NEW_STEP[1] in second_attempt
-    # >>> LEAD: extend after merging llm-modifier's branch. A candidate that fails the oracle must reach the Modifier
-    # >>> with the tail of test-stdout and the failing tests from /logs/verifier/ctrf.json (e.g. script a Modifier
-    # >>> attempt whose solution misses `stock_value_cents`, then assert "test_stock_value" and the CTRF failure in
-    # >>> the next attempt's prompt). This branch's feedback is only the verifiers' reasons asserted above.
+    # The middle candidate tests the new key but its solution does not write it: the oracle fails, and the Modifier's
+    # next prompt carries the failing test from /logs/verifier/ctrf.json and the tail of test-stdout, not a host path.
+    reports = {r.verifier: r for r in store.verifications(middle.id)}
+    assert not middle.accepted and not reports["oracle"].passed and reports["invalid_test"].passed
+    third_attempt = last_prompt(modifier.seen[5])
+    assert "failing tests (ctrf.json):" in third_attempt and "test_stock_value" in third_attempt
+    assert "lines of test-stdout:" in third_attempt and "stock_value_cents" in third_attempt
 
-    # The second candidate realizes the plan; the judge excused the flaw the seed came with.
-    assert second.accepted
-    reports = {r.verifier: r for r in store.verifications(second.id)}
+    # The last candidate realizes the plan; the judge excused the flaw the seed came with.
+    assert last.accepted
+    reports = {r.verifier: r for r in store.verifications(last.id)}
     assert all(r.passed for r in reports.values()), {k: r.reasons for k, r in reports.items()}
     v1 = store.version("tb2-canonical", 1)
     assert v1.verified and v1.L == 4 and v1.trace.steps[2].skill == NEW_STEP[1]
