@@ -43,6 +43,7 @@ def main() -> None:
     ap.add_argument("--generations", type=int, default=6)
     ap.add_argument("--effort", default="high")
     ap.add_argument("-k", "--k", type=int, default=16)
+    ap.add_argument("--agents", default=",".join(AGENTS), help="profiles to roll out (the order check needs all three)")
     ap.add_argument("--concurrency", type=int, default=3)
     a = ap.parse_args()
     t0 = time.time()
@@ -54,8 +55,9 @@ def main() -> None:
         runs = [work / "runs" / f"effort-{a.effort}"]
         evolve_all([(runs[0], [*map(str, seeds), "--effort", a.effort, "--generations", str(a.generations)])],
                    parallel=1, log=work / "validation.log")
+    agents = [x.strip() for x in a.agents.split(",") if x.strip()]
     for run in runs:
-        for agent in AGENTS:
+        for agent in agents:
             envevo("rollout", str(run), "--agent", agent, "-k", str(a.k), "--concurrency", str(a.concurrency), "--json")
     with ExitStack() as stack:
         rows = [r for r in collect([stack.enter_context(LineageStore.open(r, create=False)) for r in runs])
@@ -63,7 +65,7 @@ def main() -> None:
     print(f"SIMULATION — exact vs sampled, k={a.k}, {len({r.task_hash for r in rows})} versions, "
           f"wall {(time.time() - t0) / 60:.1f} min")
     inside_all = 0
-    for agent in (*AGENTS, None):
+    for agent in (*agents, None):
         rs = [r for r in rows if agent is None or r.agent == agent]
         inside = [r for r in rs if _inside(r.passes, r.exact_pass_rate, r.n)]
         turns = [abs(r.mean_turns - r.exact_turns) for r in rs if r.mean_turns is not None and r.exact_turns]
