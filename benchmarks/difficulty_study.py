@@ -157,6 +157,9 @@ def main() -> None:
         print(f"  {t.agent:>10} {t.effort or '-':>4}: {' '.join(f'{r:.2f}' for r in t.pass_rates)}  "
               f"monotone={'yes' if t.monotone else 'no'} rises={t.rises} zero_from="
               f"{'-' if t.zero_at is None else 'g' + str(t.zero_at)}  turns {t.turns_first or 0:.1f}→{t.turns_last or 0:.1f}")
+        if t.exact_pass_rates is not None:  # the simulated profile's exact expectation: the curve without the noise
+            print(f"  {'exact':>10} {t.effort or '-':>4}: {' '.join(f'{r:.2f}' for r in t.exact_pass_rates)}  "
+                  f"monotone={'yes' if t.exact_monotone else 'no'} rises={t.exact_rises}")
     if single:
         for d in (d for d in single.directions if d.scope == "single step"):
             print(f"  single step {d.direction:>8} ({d.agent}, {d.steps} steps): Δpass {d.d_pass:+.3f}  "

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, Field
 
-from envevo.rollout import summarize
+from envevo.rollout import caught_facts, is_simulated, read_episodes, summarize, task_expectation
 
 
 class VersionEval(BaseModel):
@@ -33,6 +33,31 @@ class VersionEval(BaseModel):
     passes: int
     pass_rate: float
     mean_turns: float | None = None
+    exact_pass_rate: float | None = Field(None, description="a simulated profile's exact expected pass rate (SIMULATION)")
+    exact_turns: float | None = Field(None, description="a simulated profile's exact expected turns (SIMULATION)")
+
+
+def _expectations(store, v, groups: dict) -> dict[str, tuple[float, float]]:
+    """agent -> (exact pass rate, exact turns) for the simulated profiles among `groups` on a procedural version.
+    The wrong variants' self-check facts come from every simulated episode logged for the version."""
+    agents = [a for a, _ in groups if is_simulated(a)]
+    if not agents:
+        return {}
+    from envevo.errors import TaskError
+    from envevo.task import load_task
+
+    try:
+        task = load_task(store.task_dir(v.task_hash))
+    except (TaskError, OSError):
+        return {}
+    rows = [r for (a, _), rs in groups.items() if is_simulated(a) for r in rs]
+    facts = caught_facts(read_episodes(r.trial_dir for r in rows))
+    out = {}
+    for a in agents:
+        e = task_expectation(task, a, facts)
+        if e is not None:
+            out[a] = (e.pass_rate, e.turns)
+    return out
 
 
 def collect(stores: Iterable) -> list[VersionEval]:
@@ -49,6 +74,7 @@ def collect(stores: Iterable) -> list[VersionEval]:
                 groups: dict[tuple[str, str | None], list] = {}
                 for r in by_hash.get(v.task_hash, []):
                     groups.setdefault((r.agent, r.model), []).append(r)
+                exact = _expectations(store, v, groups)
                 for (agent, model), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
                     s = summarize(v.task_hash, rs, agent=agent)
                     if not s.n:
@@ -60,5 +86,6 @@ def collect(stores: Iterable) -> list[VersionEval]:
                         mutated=list(v.mutated), L=v.L, D_T=v.D_T,
                         estimator=v.difficulty.estimator if v.difficulty is not None else None,
                         agent=agent, model=model, simulated=any(r.simulated for r in rs), n=s.n, passes=s.passes,
-                        pass_rate=s.pass_rate, mean_turns=s.mean_turns))
+                        pass_rate=s.pass_rate, mean_turns=s.mean_turns,
+                        exact_pass_rate=exact.get(agent, (None, None))[0], exact_turns=exact.get(agent, (None, None))[1]))
     return rows

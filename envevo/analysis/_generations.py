@@ -5,6 +5,10 @@ some directions (single-lever experiments) are left out: their generations are n
 The trend of each series says whether the paper's claims hold here: a monotone decline of the pass rate at
 high and max effort (reaching 0 within the lineage), fluctuation at low effort, and the same shape for
 every agent.
+
+For simulated profiles each point also carries the exact expected pass rate and turns (`envevo.rollout._exact`,
+SIMULATION): the sampled curve is that plus binomial noise, so where the two disagree in shape the noise decided it,
+and the exact curve shows the engine's own effect.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ class GenerationPoint(BaseModel):
     rollouts: int
     pass_rate: float
     mean_turns: float | None = None
+    exact_pass_rate: float | None = Field(None, description="mean exact expected pass rate (simulated profiles)")
+    exact_turns: float | None = Field(None, description="mean exact expected turns (simulated profiles)")
 
 
 class Trend(BaseModel):
@@ -45,6 +51,18 @@ class Trend(BaseModel):
     rho_generation: float | None = Field(None, description="Spearman ρ of pass rate vs generation (−1: steady decline)")
     turns_first: float | None = None
     turns_last: float | None = None
+    exact_pass_rates: list[float] | None = Field(None, description="the exact curve (simulated profiles)")
+    exact_monotone: bool | None = Field(None, description="the exact curve never rises")
+    exact_rises: int | None = None
+
+
+def _rises(rates: Sequence[float]) -> list[float]:
+    return [b - a for a, b in zip(rates, rates[1:], strict=False) if b > a + 1e-12]
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known and len(known) == len(values) else None
 
 
 def generation_points(rows: Sequence[VersionEval]) -> list[GenerationPoint]:
@@ -58,7 +76,8 @@ def generation_points(rows: Sequence[VersionEval]) -> list[GenerationPoint]:
         points.append(GenerationPoint(
             agent=agent, model=model or None, simulated=any(r.simulated for r in rs), effort=effort or None,
             generation=gen, tasks=len(rs), rollouts=sum(r.n for r in rs),
-            pass_rate=sum(r.pass_rate for r in rs) / len(rs), mean_turns=sum(turns) / len(turns) if turns else None))
+            pass_rate=sum(r.pass_rate for r in rs) / len(rs), mean_turns=sum(turns) / len(turns) if turns else None,
+            exact_pass_rate=_mean([r.exact_pass_rate for r in rs]), exact_turns=_mean([r.exact_turns for r in rs])))
     return points
 
 
@@ -70,7 +89,9 @@ def trends(points: Sequence[GenerationPoint]) -> list[Trend]:
     for (agent, model, effort), ps in sorted(series.items()):
         ps = sorted(ps, key=lambda p: p.generation)
         rates = [p.pass_rate for p in ps]
-        rises = [b - a for a, b in zip(rates, rates[1:], strict=False) if b > a + 1e-12]
+        rises = _rises(rates)
+        exact = [p.exact_pass_rate for p in ps]
+        exact_rates = [e for e in exact if e is not None] if all(e is not None for e in exact) else None
         zero_at = None
         for i in range(len(ps)):
             if all(r == 0 for r in rates[i:]):
@@ -82,5 +103,7 @@ def trends(points: Sequence[GenerationPoint]) -> list[Trend]:
             generations=[p.generation for p in ps], pass_rates=rates, mean_turns=turns, monotone=not rises,
             rises=len(rises), max_rise=max(rises, default=0.0), zero_at=zero_at,
             rho_generation=spearman([p.generation for p in ps], rates),
-            turns_first=turns[0] if turns else None, turns_last=turns[-1] if turns else None))
+            turns_first=turns[0] if turns else None, turns_last=turns[-1] if turns else None,
+            exact_pass_rates=exact_rates, exact_monotone=None if exact_rates is None else not _rises(exact_rates),
+            exact_rises=None if exact_rates is None else len(_rises(exact_rates))))
     return out

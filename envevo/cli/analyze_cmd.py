@@ -74,17 +74,21 @@ def generations(runs: Runs, json_out: o.Json = False) -> None:
                                               "trends": [t.model_dump() for t in s.trends]})
     if study is None:
         return
+    # simulated profiles: the exact expectation beside the sample, so noise and the engine's effect are told apart
     table = _table(study, "pass rate and turns per generation",
-                   ("agent", "effort", "gen", "tasks", "rollouts", "pass rate", "turns"))
+                   ("agent", "effort", "gen", "tasks", "rollouts", "pass rate", "exact (sim)", "turns", "exact turns"))
     for p in study.points:
         table.add_row(escape(p.agent), p.effort or "-", str(p.generation), str(p.tasks), str(p.rollouts),
-                      fmt(p.pass_rate), fmt(p.mean_turns, ".1f"))
-    trend = Table(title="trend per agent and effort")
-    for c in ("agent", "effort", "pass rate first→last", "monotone", "rises", "zero from", "ρ(gen, pass)", "turns first→last"):
+                      fmt(p.pass_rate), fmt(p.exact_pass_rate), fmt(p.mean_turns, ".1f"), fmt(p.exact_turns, ".1f"))
+    trend = Table(title="trend per agent and effort" + (" — SIMULATION" if study.simulated else ""))
+    for c in ("agent", "effort", "pass rate first→last", "monotone", "rises", "exact monotone", "exact rises",
+              "zero from", "ρ(gen, pass)", "turns first→last"):
         trend.add_column(c)
     for t in study.trends:
+        exact_monotone = "-" if t.exact_monotone is None else "yes" if t.exact_monotone else "no"
         trend.add_row(escape(t.agent), t.effort or "-", f"{t.pass_rates[0]:.2f}→{t.pass_rates[-1]:.2f}",
-                      "yes" if t.monotone else "no", str(t.rises), "-" if t.zero_at is None else f"g{t.zero_at}",
+                      "yes" if t.monotone else "no", str(t.rises), exact_monotone,
+                      "-" if t.exact_rises is None else str(t.exact_rises), "-" if t.zero_at is None else f"g{t.zero_at}",
                       fmt(t.rho_generation), f"{fmt(t.turns_first, '.1f')}→{fmt(t.turns_last, '.1f')}")
     _print(study, table, trend)
 

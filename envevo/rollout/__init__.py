@@ -5,7 +5,27 @@
 """
 
 from envevo.rollout._episode import Episode, StepLog, play
-from envevo.rollout._profiles import PROFILES, SimProfile, explore_turns, is_simulated, profile, step_probability
+from envevo.rollout._exact import (
+                                  Expectation,
+                                  StepExpectation,
+                                  binomial_interval,
+                                  caught_facts,
+                                  expected,
+                                  read_episodes,
+                                  step_outcome,
+                                  task_expectation,
+)
+from envevo.rollout._profiles import (
+                                      CALIBRATION_SEEDS,
+                                      CALIBRATION_TARGETS,
+                                      PROFILES,
+                                      SimProfile,
+                                      calibrated_scale,
+                                      explore_turns,
+                                      is_simulated,
+                                      profile,
+                                      step_probability,
+)
 from envevo.rollout._run import (
                                  SIM_AGENT,
                                  SIM_MODEL,
@@ -25,6 +45,17 @@ from envevo.rollout._stats import RolloutSummary, pass_at_k, summarize
 from envevo.rollout._weakness import WeaknessReport, WeaknessRow, step_outcomes, weakness
 
 __all__ = [
+    "CALIBRATION_SEEDS",
+    "CALIBRATION_TARGETS",
+    "Expectation",
+    "StepExpectation",
+    "binomial_interval",
+    "calibrated_scale",
+    "caught_facts",
+    "expected",
+    "read_episodes",
+    "task_expectation",
+    "step_outcome",
     "PROFILES",
     "SIM_AGENT",
     "SIM_MODEL",

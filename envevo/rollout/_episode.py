@@ -5,6 +5,12 @@ SIMULATION. The agent does not read the tests. Per step it draws whether it appl
 what any agent could: the command succeeded and the step's output file exists and is non-empty. A
 failed check, or a wrong draw it notices (with the profile's `notice` chance), earns a fresh draw.
 
+Before a step's first attempt the agent backs up /app, and before each retry it restores that backup, as an
+agent undoing its mistake would. Without the undo a retry ran on what the wrong attempt left behind: a permission
+fix or an in-place edit already applied gives nothing to fix the second time (the oracle re-run printed no names
+and failed its self-check), so a noticed mistake could never be repaired. With it, a step ends right exactly when
+its last attempt was right, and the episode is the stochastic process `envevo.rollout._exact` computes exactly.
+
 Commands whose results the agent does not need before sending the next one (a step's look-around reads;
 an action and its self-check) travel to the sandbox in one exec call, because each exec costs a compose
 round trip (~0.25 s here). Every command still counts as one turn and reports its own exit code.
@@ -29,6 +35,10 @@ Exec = Callable[[list[str]], Awaitable[list[tuple[int, str]]]]
 COMMAND_TIMEOUT = 60  # seconds per command inside the sandbox; a command over it exits 124 like any failure
 _MARK = "::envevo-command-exit"
 PRELUDE = "set -u\nexport LC_ALL=C\ncd /app\nmkdir -p /app/work /app/output\n"
+UNDO_DIR = "/tmp/.envevo-sim-undo"  # outside /app: every path a step reads or changes is under /app
+BACKUP = f"rm -rf {UNDO_DIR} && cp -a /app {UNDO_DIR}"
+RESTORE = f"find /app -mindepth 1 -delete && cp -a {UNDO_DIR}/. /app/"
+TURNS_PER_ATTEMPT = 3  # backup (first attempt) or restore (a retry), the action, its self-check
 
 
 class StepLog(BaseModel):
@@ -98,10 +108,11 @@ async def play(chain, blocks, prof: SimProfile, prior, rng: random.Random, run: 
         log = StepLog(index=block.index, scenario=step.scenario, skill=step.skill, p=round(p, 4))
         looks = _look_commands(block)
         await turns(*(looks[i % len(looks)] for i in range(explore_turns(prof, prior, step.scenario, step.skill, chain.goal))))
-        for _attempt in range(prof.retries + 1):
+        for attempt in range(prof.retries + 1):
             right = rng.random() < p
             log.attempts.append("oracle" if right else "wrong")
-            (rc, _), (rc_check, _) = await turns(
+            _undo, (rc, _), (rc_check, _) = await turns(
+                BACKUP if attempt == 0 else RESTORE,
                 shell(PRELUDE + "(\n" + (block.oracle_sh if right else block.wrong_sh) + "\n)\n"),
                 f"test -s {shlex.quote(block.out_path)}")
             ok = rc == 0 and rc_check == 0
