@@ -6,7 +6,7 @@ outcome types (verdicts, the store, the trainer adapters' environments) load wit
 
 from envevo.runtime import _host_ca as host_ca  # the module: trust settings for the host's CA bundle
 from envevo.runtime._agents import DRIVEN_AGENT, DriverResult, ShellDriver, ShellExec
-from envevo.runtime._cleanup import list_containers, remove_containers, sweep_orphans
+from envevo.runtime._cleanup import list_containers, owner_id, remove_containers, sweep_orphans
 from envevo.runtime._envs import LOCAL_ENGINES, EnvChoice, check_env, resolve_env
 from envevo.runtime._host_ca import ENV_VAR as HOST_CA_ENV_VAR
 from envevo.runtime._host_ca import volume_args as host_ca_volume_args
@@ -42,6 +42,7 @@ __all__ = [
     "host_ca_volume_args",
     "list_containers",
     "network_policy",
+    "owner_id",
     "remove_containers",
     "run_trial",
     "run_trials",

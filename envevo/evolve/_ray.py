@@ -1,0 +1,161 @@
+"""The Ray executor (envevo[ray]): each generation of a lineage is one Ray task on a cluster worker.
+
+The worker has no store. It receives the parent version's task files and the seed (content-addressed: a node
+keeps what it got once, under its cache dir), runs the generation through the same `GenerationWork` as the
+asyncio executor, writing into a `BufferRecorder`, and sends the records back; the driver, the store's single
+writer, replays them. A generation is durable only at its commit, so when a node is lost Ray runs the task
+again elsewhere (`max_retries`) and at most that generation is redone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import ray
+from ray.util.queue import Queue
+
+from envevo.errors import EngineStop
+from envevo.evolve._executor import AsyncioExecutor
+from envevo.evolve._loop import Event, GenerationWork
+from envevo.evolve._remote import BufferRecorder, Record, replay
+from envevo.task import Task, load_task, save
+
+if TYPE_CHECKING:
+    from envevo.evolve._loop import LineageRunner
+    from envevo.store import Version
+
+CACHE_ENV = "ENVEVO_RAY_CACHE"  # where a node keeps the task files it received; default under the temp dir
+
+
+def node_cache() -> Path:
+    return Path(os.environ.get(CACHE_ENV) or Path(tempfile.gettempdir()) / "envevo-ray")
+
+
+def cached_task(task_hash: str, ref: Any) -> Task:
+    """The task `task_hash` from this node's cache, fetched from the object store only on the first use."""
+    path = node_cache() / "tasks" / task_hash
+    if path.is_dir():
+        return load_task(path)
+    task: Task = ray.get(ref)
+    save(task, path, overwrite=True)  # atomic: a concurrent worker's copy is the same content
+    return task
+
+
+@dataclass
+class UnitResult:
+    records: list[Record]
+    reason: str | None  # as GenerationWork.run: None when committed
+    stop: tuple[str, str] | None = None  # an EngineStop's (status, message)
+    worker: str = ""
+    events: list[Event] = field(default_factory=list)
+
+
+def _local_engine(env: str) -> str | None:
+    from envevo.runtime import resolve_env
+
+    try:
+        return resolve_env(env).engine
+    except ValueError:
+        return None
+
+
+def _attach_usage(engine: Any, rec: BufferRecorder) -> None:
+    """An LLM engine's meter writes usage rows to its store; here they become records too."""
+    meter = getattr(getattr(engine, "runtime", None), "meter", None)
+    if meter is None:
+        return
+
+    def note(u: Any) -> None:
+        rec.records.append(Record("add_usage", (u.role,), dict(
+            input_tokens=u.input_tokens, output_tokens=u.output_tokens, model=u.model, cost_usd=u.cost_usd,
+            lineage_id=u.lineage, generation=u.generation)))
+
+    meter.on_usage = note
+
+
+def run_unit(work: GenerationWork, lineage: str, g: int, parent: Version, tasks: dict[str, Any], seed_hash: str,
+             events: Any) -> UnitResult:
+    """One generation on this worker (the body of the Ray task)."""
+    from envevo.runtime import owner_id, remove_containers, sweep_orphans
+
+    worker = f"{socket.gethostname()}:{os.getpid()}"
+    engine = _local_engine(work.cfg.env)
+    if engine:  # a worker killed on this node (a lost node that came back) left its sandboxes: remove them
+        sweep_orphans(engine)
+    root = node_cache() / "work" / f"{lineage}-g{g:02d}-{uuid.uuid4().hex[:8]}"
+    rec = BufferRecorder({h: cached_task(h, ref) for h, ref in tasks.items()}, seed_hash, root)
+    _attach_usage(work.engine, rec)
+    work.on_event = lambda e: events.put_nowait(e) if events is not None else None
+    work.on_event(Event(lineage, g, "worker", worker))
+    try:
+        reason = asyncio.run(work.run(lineage, g, parent, rec))
+        return UnitResult(rec.records, reason, worker=worker)
+    except EngineStop as stop:  # what was recorded before the stop is replayed too, as the local path writes it
+        return UnitResult(rec.records, None, stop=(stop.status, str(stop)), worker=worker)
+    finally:
+        if engine:  # a cancelled unit (Ctrl-C on the driver) leaves no sandbox behind
+            remove_containers(engine, owner_id())
+        shutil.rmtree(root, ignore_errors=True)
+
+
+class RayExecutor(AsyncioExecutor):
+    """Lineages are asyncio tasks on the driver, as with asyncio; each generation runs as a Ray task."""
+
+    def __init__(self, address: str | None = None, max_retries: int = 3, **options: Any):
+        self.address = address
+        self.max_retries = max_retries
+        self._objects: dict[str, Any] = {}  # task hash -> object ref, put once per run
+        self._work: Any = None
+        self._events: Any = None
+        self._pump: asyncio.Task[None] | None = None
+
+    def _connect(self) -> None:
+        if not ray.is_initialized():
+            ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False, configure_logging=False)
+
+    def _task_ref(self, runner: LineageRunner, task_hash: str) -> Any:
+        if task_hash not in self._objects:
+            self._objects[task_hash] = ray.put(runner.store.load_version_task(task_hash))
+        return self._objects[task_hash]
+
+    async def _pump_events(self, runner: LineageRunner) -> None:
+        """Workers' events, shown live on the driver's progress view."""
+        while True:
+            try:
+                batch = self._events.get_nowait_batch(self._events.qsize())
+            except Exception:  # the queue actor went away with the cluster
+                return
+            for event in batch:
+                runner.on_event(event)
+            await asyncio.sleep(0.2)
+
+    async def generation(self, runner: LineageRunner, lineage: str, g: int, parent: Version) -> str | None:
+        self._connect()
+        if self._work is None:
+            self._work = ray.put(runner.work)  # the engine, config and verifiers: shipped once
+            self._events = Queue(actor_options={"num_cpus": 0})
+            self._pump = asyncio.create_task(self._pump_events(runner))
+        seed_hash = runner.store.lineage(lineage).seed_hash
+        tasks = {h: self._task_ref(runner, h) for h in {parent.task_hash, seed_hash}}
+        remote = ray.remote(max_retries=self.max_retries, num_cpus=1)(run_unit)
+        ref = remote.remote(self._work, lineage, g, parent, tasks, seed_hash, self._events)
+        try:
+            result: UnitResult = await ref
+        except asyncio.CancelledError:  # Ctrl-C on the driver: the worker stops and removes its sandboxes
+            ray.cancel(ref)
+            raise
+        await asyncio.to_thread(replay, runner.store, result.records)
+        if result.stop is not None:
+            status, message = result.stop
+            stop = EngineStop(message)
+            stop.status = status
+            raise stop
+        return result.reason

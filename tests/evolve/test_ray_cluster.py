@@ -1,0 +1,101 @@
+"""The Ray executor on a real local cluster (a head and two worker nodes on this machine) with real podman
+trials: three procedural lineages evolve with every generation run on a worker and committed by the driver;
+the lineages are the asyncio executor's for the same seed; a worker node killed mid-generation costs at most
+that generation, and the store checks clean."""
+
+import asyncio
+import threading
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from ray.cluster_utils import Cluster  # noqa: E402
+
+from envevo.evolve import EvolveConfig, evolve, make_engine, make_executor, start_lineages  # noqa: E402
+from envevo.runtime import list_containers  # noqa: E402
+from envevo.store import LineageStore  # noqa: E402
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.cluster]
+
+OBJECT_STORE = 80 * 1024**2  # Ray's floor is 75 MiB; task files are a few kB
+
+
+@pytest.fixture
+def cluster(tmp_path, monkeypatch):
+    """A head that runs nothing (num_cpus=0: every generation lands on a worker) and two one-CPU workers."""
+    monkeypatch.setenv("ENVEVO_RAY_CACHE", str(tmp_path / "ray-cache"))
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": OBJECT_STORE})
+    try:
+        workers = [c.add_node(num_cpus=1, object_store_memory=OBJECT_STORE) for _ in range(2)]
+        c.wait_for_nodes()
+        yield c, workers
+    finally:
+        ray.shutdown()
+        c.shutdown()
+
+
+def seeds(n: int = 3):
+    from envevo.evolve.engines.procedural import compose, random_chain
+
+    return [(f"seed{i}", compose(random_chain(None, 2, 100 + i))) for i in range(n)]
+
+
+CONFIG = EvolveConfig(generations=2, repeats=1, red_team="off", trial_concurrency=2, lineage_concurrency=3, seed=5)
+
+
+async def run(path, executor, config=CONFIG, on_event=None):
+    engine, checks = make_engine("procedural", env="podman")
+    with LineageStore.open(path) as store:
+        ids = await start_lineages(store, seeds(), engine, config, checks=checks)
+        return await evolve(store, ids, engine, config, checks=checks, executor=executor, on_event=on_event)
+
+
+def lineage_hashes(path):
+    with LineageStore.open(path, create=False) as store:
+        assert store.check() == []
+        versions = store.versions()
+        assert all(v.verified for v in versions)
+        return {(v.lineage_id, v.generation): v.task_hash for v in versions}
+
+
+def test_three_lineages_on_two_workers_match_asyncio(sandbox, cluster, tmp_path):
+    c, _ = cluster
+    statuses = asyncio.run(run(tmp_path / "ray", make_executor("ray", address=c.address)))
+    assert set(statuses.values()) == {"done"}
+    on_ray = lineage_hashes(tmp_path / "ray")
+    assert sorted(g for _, g in on_ray) == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    # The work really ran on the workers: each node's cache holds the task files it was sent.
+    assert any((tmp_path / "ray-cache" / "tasks").iterdir())
+    asyncio.run(run(tmp_path / "local", make_executor("asyncio")))
+    assert lineage_hashes(tmp_path / "local") == on_ray
+
+
+def test_a_worker_node_lost_mid_generation_costs_only_that_generation(sandbox, cluster, tmp_path):
+    c, nodes = cluster
+    path = tmp_path / "run"
+    config = CONFIG.model_copy(update={"generations": 3})
+    workers: set[str] = set()
+    killer: list[threading.Thread] = []
+
+    def kill_node_and_bring_one_back():
+        c.remove_node(nodes[0], allow_graceful=False)
+        c.add_node(num_cpus=1, object_store_memory=OBJECT_STORE)
+
+    def on_event(e):
+        if e.stage == "worker":
+            workers.add(e.detail)
+        # Both workers busy (three lineages, two CPUs), a candidate in its sandboxes: kill a node under it.
+        if e.generation == 2 and "verifying" in e.detail and not killer:
+            killer.append(threading.Thread(target=kill_node_and_bring_one_back, daemon=True))
+            killer[0].start()
+
+    statuses = asyncio.run(run(path, make_executor("ray", address=c.address), config, on_event))
+    assert killer, "no generation was in flight to interrupt"
+    killer[0].join(timeout=120)
+    assert set(statuses.values()) == {"done"}
+    hashes = lineage_hashes(path)
+    assert sorted(g for _, g in hashes) == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3]
+    # The killed worker's sandboxes were swept by the next generation on this host; no other worker left any.
+    for worker in workers:
+        assert list_containers(sandbox, owner=worker) == [], worker
