@@ -82,11 +82,16 @@ def evolve(
                                            "this from the seed: 1 − cosine similarity of the whole instruction to the "
                                            "seed's (all-MiniLM-L6-v2); the reason goes back to the Modifier. off: no "
                                            "bound. See docs/drift.md.")] = str(D.max_drift),
+    executor_name: o.ExecutorName = "asyncio",
+    ray_address: o.RayAddress = None,
+    max_sandboxes: o.MaxSandboxes = None,
+    start_rate: o.StartRate = None,
 ) -> None:
     """Evolve each seed into a lineage of harder, verified generations."""
     from envevo.evolve import evolve as run_evolve
-    from envevo.evolve import make_engine, open_run, start_lineages, uses_llm
+    from envevo.evolve import make_engine, make_executor, open_run, start_lineages, uses_llm
     from envevo.llm import settings_with_options
+    from envevo.runtime import set_quota
     from envevo.task import first_duplicate, load_task
 
     if old_concurrency is not None:
@@ -95,6 +100,8 @@ def evolve(
         lineages = old_concurrency if lineages == D.lineage_concurrency else lineages
     check_red_team(red_team)
     preflight(env)
+    set_quota(max_sandboxes, start_rate)
+    executor = make_executor(executor_name, address=ray_address)
     llm = uses_llm(engine_name)
     settings = settings_with_options(llm_config, model, base_url, api_key_env, role_model, max_cost, max_tokens) if llm else None
     engine, checks = make_engine(engine_name, settings, env=env, rubric_files=rubric)
@@ -118,15 +125,19 @@ def evolve(
         engine.attach_store(store)  # usage rows per role; budgets resume from what the store recorded
 
     bar = Progress(TextColumn("{task.fields[lineage]}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TextColumn("{task.fields[stage]}"), console=err)
+                   TextColumn("{task.fields[worker]}"), TextColumn("{task.fields[stage]}"), console=err)
     bars: dict[str, TaskID] = {}
 
     def bar_of(lineage: str, done: int = 0) -> TaskID:
         if lineage not in bars:
-            bars[lineage] = bar.add_task("", total=cfg.generations, completed=done, lineage=lineage, stage="")
+            bars[lineage] = bar.add_task("", total=cfg.generations, completed=done, lineage=lineage, stage="",
+                                         worker="driver")
         return bars[lineage]
 
     def on_event(e):
+        if e.stage == "worker":  # the Ray executor: which worker runs the lineage's generation now
+            bar.update(bar_of(e.lineage), worker=e.detail)
+            return
         stage = f"g{e.generation:02d} {e.stage}: {e.detail}"
         bar.update(bar_of(e.lineage), stage=stage, **({"completed": e.generation} if e.stage == "accepted" else {}))
 
@@ -135,7 +146,7 @@ def evolve(
         ids = await start_lineages(store, list(zip(names, tasks, strict=True)), engine, cfg, checks=checks, on_event=on_event)
         for lid in ids:
             bar.update(bar_of(lid), completed=store.lineage(lid).latest_generation)
-        await run_evolve(store, ids, engine, cfg, checks=checks, on_event=on_event)
+        await run_evolve(store, ids, engine, cfg, checks=checks, on_event=on_event, executor=executor)
 
     with bar:
         asyncio.run(main())

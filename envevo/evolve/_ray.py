@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import ray
 from ray.util.queue import Queue
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from envevo.errors import EngineStop
 from envevo.evolve._executor import AsyncioExecutor
@@ -47,6 +48,43 @@ def cached_task(task_hash: str, ref: Any) -> Task:
     task: Task = ray.get(ref)
     save(task, path, overwrite=True)  # atomic: a concurrent worker's copy is the same content
     return task
+
+
+class QuotaActor:
+    """The one holder of --max-sandboxes and --start-rate for the whole cluster (on the driver's node)."""
+
+    def __init__(self, max_sandboxes: int | None, start_rate: float | None):
+        from envevo.runtime import LocalLimiter
+
+        self.limiter = LocalLimiter(max_sandboxes, start_rate)
+
+    async def acquire(self) -> None:
+        await self.limiter.acquire()
+
+    async def release(self) -> None:
+        await self.limiter.release()
+
+    async def pause(self, seconds: float) -> None:
+        await self.limiter.pause(seconds)
+
+    def peak(self) -> int:
+        return self.limiter.peak
+
+
+class ActorLimiter:
+    """A worker's (and the driver's) limiter: every sandbox start and stop asks the cluster's QuotaActor."""
+
+    def __init__(self, actor: Any):
+        self.actor = actor
+
+    async def acquire(self) -> None:
+        await self.actor.acquire.remote()
+
+    async def release(self) -> None:
+        await self.actor.release.remote()
+
+    async def pause(self, seconds: float) -> None:
+        await self.actor.pause.remote(seconds)
 
 
 @dataclass
@@ -82,9 +120,12 @@ def _attach_usage(engine: Any, rec: BufferRecorder) -> None:
 
 
 def run_unit(work: GenerationWork, lineage: str, g: int, parent: Version, tasks: dict[str, Any], seed_hash: str,
-             events: Any) -> UnitResult:
+             events: Any, quota: Any) -> UnitResult:
     """One generation on this worker (the body of the Ray task)."""
-    from envevo.runtime import owner_id, remove_containers, sweep_orphans
+    from envevo.runtime import owner_id, remove_containers, set_limiter, sweep_orphans
+
+    if quota is not None:
+        set_limiter(ActorLimiter(quota))
 
     worker = f"{socket.gethostname()}:{os.getpid()}"
     engine = _local_engine(work.cfg.env)
@@ -93,7 +134,15 @@ def run_unit(work: GenerationWork, lineage: str, g: int, parent: Version, tasks:
     root = node_cache() / "work" / f"{lineage}-g{g:02d}-{uuid.uuid4().hex[:8]}"
     rec = BufferRecorder({h: cached_task(h, ref) for h, ref in tasks.items()}, seed_hash, root)
     _attach_usage(work.engine, rec)
-    work.on_event = lambda e: events.put_nowait(e) if events is not None else None
+
+    def on_event(event: Event) -> None:
+        try:
+            events.put_nowait(event)
+        except Exception:  # progress only: a lost event must not cost the generation
+            pass
+
+    work.on_event = on_event
+    work.gate = asyncio.Semaphore(work.cfg.trial_concurrency)
     work.on_event(Event(lineage, g, "worker", worker))
     try:
         reason = asyncio.run(work.run(lineage, g, parent, rec))
@@ -116,6 +165,7 @@ class RayExecutor(AsyncioExecutor):
         self._work: Any = None
         self._events: Any = None
         self._pump: asyncio.Task[None] | None = None
+        self.quota: Any = None
 
     def _connect(self) -> None:
         if not ray.is_initialized():
@@ -140,13 +190,17 @@ class RayExecutor(AsyncioExecutor):
     async def generation(self, runner: LineageRunner, lineage: str, g: int, parent: Version) -> str | None:
         self._connect()
         if self._work is None:
-            self._work = ray.put(runner.work)  # the engine, config and verifiers: shipped once
-            self._events = Queue(actor_options={"num_cpus": 0})
+            w = runner.work  # the engine, config and verifiers, shipped once; the worker has its own gate and events
+            self._work = ray.put(GenerationWork(w.engine, w.cfg, w.checks, verifiers=w.verifiers))
+            # On the driver's node: it lives and dies with the driver, not with a worker node.
+            here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
+            self._events = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": here})
+            self.quota = _cluster_quota(here)
             self._pump = asyncio.create_task(self._pump_events(runner))
         seed_hash = runner.store.lineage(lineage).seed_hash
         tasks = {h: self._task_ref(runner, h) for h in {parent.task_hash, seed_hash}}
         remote = ray.remote(max_retries=self.max_retries, num_cpus=1)(run_unit)
-        ref = remote.remote(self._work, lineage, g, parent, tasks, seed_hash, self._events)
+        ref = remote.remote(self._work, lineage, g, parent, tasks, seed_hash, self._events, self.quota)
         try:
             result: UnitResult = await ref
         except asyncio.CancelledError:  # Ctrl-C on the driver: the worker stops and removes its sandboxes
@@ -159,3 +213,15 @@ class RayExecutor(AsyncioExecutor):
             stop.status = status
             raise stop
         return result.reason
+
+
+def _cluster_quota(placement: Any) -> Any:
+    """The QuotaActor for the driver's quotas, installed for the driver's own trials too; None without quotas."""
+    from envevo.runtime import quota_settings, set_limiter
+
+    max_sandboxes, start_rate = quota_settings()
+    if max_sandboxes is None and start_rate is None:
+        return None
+    actor = ray.remote(num_cpus=0, scheduling_strategy=placement)(QuotaActor).remote(max_sandboxes, start_rate)
+    set_limiter(ActorLimiter(actor))
+    return actor

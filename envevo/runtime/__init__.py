@@ -13,9 +13,17 @@ from envevo.runtime._host_ca import volume_args as host_ca_volume_args
 from envevo.runtime._image_cache import CACHE_LABEL, CACHE_REPO, cache_tag, environment_digest
 from envevo.runtime._network import network_policy
 from envevo.runtime._outcome import ErrorKind, PhaseTimings, TrialOutcome, TrialSpec
+from envevo.runtime._quota import Backoff, Limiter, LocalLimiter, is_provider_error, quota_settings, set_limiter, set_quota
 from envevo.runtime._session import SandboxSession, SessionError, SessionResult, open_session
 
 __all__ = [
+    "Backoff",
+    "Limiter",
+    "LocalLimiter",
+    "is_provider_error",
+    "quota_settings",
+    "set_limiter",
+    "set_quota",
     "CACHE_LABEL",
     "CACHE_REPO",
     "DRIVEN_AGENT",
