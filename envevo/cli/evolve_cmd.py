@@ -89,9 +89,8 @@ def evolve(
 ) -> None:
     """Evolve each seed into a lineage of harder, verified generations."""
     from envevo.evolve import evolve as run_evolve
-    from envevo.evolve import make_engine, make_executor, open_run, start_lineages, uses_llm
+    from envevo.evolve import make_engine, open_run, scale_out, start_lineages, uses_llm
     from envevo.llm import settings_with_options
-    from envevo.runtime import set_quota
     from envevo.task import first_duplicate, load_task
 
     if old_concurrency is not None:
@@ -100,8 +99,7 @@ def evolve(
         lineages = old_concurrency if lineages == D.lineage_concurrency else lineages
     check_red_team(red_team)
     preflight(env)
-    set_quota(max_sandboxes, start_rate)
-    executor = make_executor(executor_name, address=ray_address)
+    executor = scale_out(executor_name, ray_address, max_sandboxes, start_rate)
     llm = uses_llm(engine_name)
     settings = settings_with_options(llm_config, model, base_url, api_key_env, role_model, max_cost, max_tokens) if llm else None
     engine, checks = make_engine(engine_name, settings, env=env, rubric_files=rubric)

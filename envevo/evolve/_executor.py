@@ -25,6 +25,10 @@ class Executor(Protocol):
         """Run one generation (the unit of work) and have it committed; as `LineageRunner.generation`."""
         ...
 
+    def trial_runner(self) -> Callable[[Any], Awaitable[Any]] | None:
+        """What runs each trial of `verify` and `rollout` (see runtime.set_trial_runner); None: this process."""
+        ...
+
 
 class AsyncioExecutor:
     def __init__(self, **options: Any):
@@ -32,6 +36,9 @@ class AsyncioExecutor:
 
     async def generation(self, runner: LineageRunner, lineage: str, g: int, parent: Version) -> str | None:
         return await runner.generation(lineage, g, parent)
+
+    def trial_runner(self) -> Callable[[Any], Awaitable[Any]] | None:
+        return None
 
     async def map(self, fn: Callable[[T], Awaitable[R]], items: Sequence[T], concurrency: int) -> list[R]:
         gate = asyncio.Semaphore(max(1, concurrency))
@@ -56,3 +63,16 @@ def make_executor(name: str = "asyncio", **options: Any) -> Executor:
     """The executor `name`, with its options (e.g. Ray's `address`)."""
     executor: Executor = EXECUTORS.load(name)(**options)
     return executor
+
+
+def scale_out(executor: str = "asyncio", address: str | None = None, max_sandboxes: int | None = None,
+              start_rate: float | None = None, *, trials: bool = False) -> Executor:
+    """Set the process's sandbox quotas and make its executor; with `trials`, every trial (verify, rollout) then
+    runs where the executor puts it (one Ray task each under Ray)."""
+    from envevo.runtime import set_quota, set_trial_runner
+
+    set_quota(max_sandboxes, start_rate)
+    made = make_executor(executor, address=address)
+    if trials:
+        set_trial_runner(made.trial_runner())
+    return made

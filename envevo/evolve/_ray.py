@@ -155,6 +155,49 @@ def run_unit(work: GenerationWork, lineage: str, g: int, parent: Version, tasks:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def run_remote_trial(spec: Any, task_hash: str, tasks: dict[str, Any], quota: Any) -> Any:
+    """One trial on this worker (the body of the Ray task for verify and rollout): the task from the node's cache."""
+    from envevo.runtime import owner_id, remove_containers, run_trial, set_limiter
+
+    if quota is not None:
+        set_limiter(ActorLimiter(quota))
+    root = node_cache() / "trials" / uuid.uuid4().hex[:12]
+    task_dir = save(cached_task(task_hash, tasks[task_hash]), root / spec.task_dir.name)  # a copy: the cache stays
+    engine = _local_engine(spec.env)
+    try:
+        return asyncio.run(run_trial(spec.model_copy(update={"task_dir": task_dir, "trials_dir": root / "trials"})))
+    finally:
+        if engine:
+            remove_containers(engine, owner_id())
+
+
+class RayTrialRunner:
+    """Each trial one Ray task: the task files travel content-addressed, the outcome comes back (its trial_dir
+    names the worker's copy of the logs)."""
+
+    def __init__(self, executor: RayExecutor):
+        self.executor = executor
+        self._loaded: dict[Path, tuple[str, Any]] = {}
+
+    async def __call__(self, spec: Any) -> Any:
+        ex = self.executor
+        ex._connect()
+        if ex.quota is None:
+            ex.quota = _cluster_quota(ex._here())
+        key = Path(spec.task_dir).resolve()
+        if key not in self._loaded:
+            task = load_task(key)
+            self._loaded[key] = (task.content_hash(), ray.put(task))
+        task_hash, ref = self._loaded[key]
+        remote = ray.remote(max_retries=ex.max_retries, num_cpus=1)(run_remote_trial)
+        out = remote.remote(spec, task_hash, {task_hash: ref}, ex.quota)
+        try:
+            return await out
+        except asyncio.CancelledError:
+            ray.cancel(out)
+            raise
+
+
 class RayExecutor(AsyncioExecutor):
     """Lineages are asyncio tasks on the driver, as with asyncio; each generation runs as a Ray task."""
 
@@ -170,6 +213,12 @@ class RayExecutor(AsyncioExecutor):
     def _connect(self) -> None:
         if not ray.is_initialized():
             ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False, configure_logging=False)
+
+    def _here(self) -> NodeAffinitySchedulingStrategy:
+        return NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
+
+    def trial_runner(self) -> RayTrialRunner:
+        return RayTrialRunner(self)
 
     def _task_ref(self, runner: LineageRunner, task_hash: str) -> Any:
         if task_hash not in self._objects:
@@ -193,9 +242,10 @@ class RayExecutor(AsyncioExecutor):
             w = runner.work  # the engine, config and verifiers, shipped once; the worker has its own gate and events
             self._work = ray.put(GenerationWork(w.engine, w.cfg, w.checks, verifiers=w.verifiers))
             # On the driver's node: it lives and dies with the driver, not with a worker node.
-            here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
+            here = self._here()
             self._events = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": here})
-            self.quota = _cluster_quota(here)
+            if self.quota is None:
+                self.quota = _cluster_quota(here)
             self._pump = asyncio.create_task(self._pump_events(runner))
         seed_hash = runner.store.lineage(lineage).seed_hash
         tasks = {h: self._task_ref(runner, h) for h in {parent.task_hash, seed_hash}}

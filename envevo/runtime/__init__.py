@@ -54,12 +54,13 @@ __all__ = [
     "remove_containers",
     "run_trial",
     "run_trials",
+    "set_trial_runner",
     "sweep_orphans",
 ]
 
 
 def __getattr__(name: str):
-    if name in ("check_agent", "run_trial", "run_trials"):  # they import Harbor
+    if name in ("check_agent", "run_trial", "run_trials", "set_trial_runner"):  # they import Harbor
         from envevo.runtime import _trial
 
         return getattr(_trial, name)

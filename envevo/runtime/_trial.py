@@ -254,6 +254,16 @@ async def run_trial(spec: TrialSpec) -> TrialOutcome:
     return to_outcome(spec, result)
 
 
+TrialRunner = Callable[[TrialSpec], Awaitable[TrialOutcome]]
+_trial_runner: TrialRunner | None = None
+
+
+def set_trial_runner(runner: TrialRunner | None) -> None:
+    """Run every trial of the process through `runner` (e.g. one Ray task each); None: here, with run_trial."""
+    global _trial_runner
+    _trial_runner = runner
+
+
 async def run_trials(
     specs: Sequence[TrialSpec],
     concurrency: int = 2,
@@ -282,7 +292,7 @@ async def run_trials(
             async with gate:
                 if spec.env in caches:
                     await caches[spec.env].warm(spec.task_dir)
-                outcome = await run_trial(spec)
+                outcome = await (_trial_runner or run_trial)(spec)
             if not outcome.error_kind.is_infrastructure:
                 break
             text = outcome.error_message or ""

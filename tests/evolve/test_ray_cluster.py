@@ -4,6 +4,7 @@ the lineages are the asyncio executor's for the same seed; a worker node killed 
 that generation, and the store checks clean."""
 
 import asyncio
+import os
 
 import pytest
 
@@ -14,6 +15,7 @@ from ray.cluster_utils import Cluster  # noqa: E402
 from envevo.evolve import EvolveConfig, evolve, make_engine, make_executor, start_lineages  # noqa: E402
 from envevo.runtime import list_containers  # noqa: E402
 from envevo.store import LineageStore  # noqa: E402
+from tests.conftest import ROOT  # noqa: E402
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.cluster]
 
@@ -24,6 +26,8 @@ OBJECT_STORE = 80 * 1024**2  # Ray's floor is 75 MiB; task files are a few kB
 def cluster(tmp_path, monkeypatch):
     """A head that runs nothing (num_cpus=0: every generation lands on a worker) and two one-CPU workers."""
     monkeypatch.setenv("ENVEVO_RAY_CACHE", str(tmp_path / "ray-cache"))
+    # Workers import this checkout (tests.fakes too), as the nodes inherit the environment.
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": OBJECT_STORE})
     try:
         workers = [c.add_node(num_cpus=1, object_store_memory=OBJECT_STORE) for _ in range(2)]
@@ -94,3 +98,24 @@ def test_a_worker_node_lost_mid_generation_costs_only_that_generation(sandbox, c
     # The killed worker's sandboxes were swept by the next generation on this host; no other worker left any.
     for worker in workers:
         assert list_containers(sandbox, owner=worker) == [], worker
+
+
+def test_verify_runs_each_trial_as_a_ray_task_on_a_remote_env(cluster, tmp_path):
+    """`envevo verify --executor ray` on the fake remote provider: every trial on a worker, the verdicts intact."""
+    import json
+
+    from envevo.evolve.engines.procedural import compose, random_chain
+    from envevo.task import save
+    from tests.conftest import run_cli
+
+    c, _ = cluster
+    task_dir = save(compose(random_chain(None, 2, 7)), tmp_path / "task")
+    done = run_cli("verify", str(task_dir), "--env", "tests.fakes.remote_env:FakeRemoteEnvironment", "--repeats", "2",
+                   "--red-team", "off", "--executor", "ray", "--ray-address", c.address, "--max-sandboxes", "2",
+                   "--json", "--jobs-dir", str(tmp_path / "jobs"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    [verdict] = json.loads(done.stdout)
+    assert verdict["ok"], verdict
+    # The trials ran on the workers: their logs are in the nodes' cache, none in the driver's jobs dir.
+    assert list((tmp_path / "ray-cache" / "trials").glob("*/trials/*"))
+    assert not list((tmp_path / "jobs").glob("**/result.json"))
