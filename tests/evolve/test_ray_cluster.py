@@ -5,6 +5,7 @@ that generation, and the store checks clean."""
 
 import asyncio
 import os
+import time
 
 import pytest
 
@@ -119,3 +120,46 @@ def test_verify_runs_each_trial_as_a_ray_task_on_a_remote_env(cluster, tmp_path)
     # The trials ran on the workers: their logs are in the nodes' cache, none in the driver's jobs dir.
     assert list((tmp_path / "ray-cache" / "trials").glob("*/trials/*"))
     assert not list((tmp_path / "jobs").glob("**/result.json"))
+
+
+def _ray_worker_owners(engine: str) -> set[str]:
+    """Owners (host:pid) of live envevo containers whose owner is a Ray worker process."""
+    from envevo.runtime._cleanup import _ps
+
+    owners = set()
+    for _, owner, _ in _ps(engine, "label=envevo.owner"):
+        pid = owner.rpartition(":")[2]
+        try:
+            cmdline = open(f"/proc/{pid}/cmdline", "rb").read()
+        except OSError:
+            continue
+        if b"ray::" in cmdline or b"default_worker" in cmdline:
+            owners.add(owner)
+    return owners
+
+
+def test_ctrl_c_on_the_driver_cancels_remote_work_and_leaves_no_sandbox(sandbox, cluster, tmp_path):
+    import signal
+    import subprocess
+
+    from tests.conftest import ENVEVO, run_cli
+
+    c, _ = cluster
+    seed, run_dir = tmp_path / "seed", tmp_path / "run"
+    assert run_cli("seed", "procedural", str(seed), "--length", "2", "--seed", "4").returncode == 0
+    proc = subprocess.Popen([*ENVEVO, "evolve", str(seed), "--out", str(run_dir), "--generations", "2", "--repeats",
+                             "1", "--red-team", "off", "--executor", "ray", "--ray-address", c.address], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 600
+    while not (owners := _ray_worker_owners(sandbox)):  # a generation's sandboxes are up on a worker
+        assert proc.poll() is None, proc.stderr.read()[-2000:]
+        assert time.monotonic() < deadline, "no sandbox ever started on a worker"
+        time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=120)
+    deadline = time.monotonic() + 60
+    while any(list_containers(sandbox, owner=o) for o in owners) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not any(list_containers(sandbox, owner=o) for o in owners)
+    with LineageStore.open(run_dir, create=False) as store:
+        assert store.check() == []
