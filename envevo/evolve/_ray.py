@@ -105,9 +105,14 @@ def _local_engine(env: str) -> str | None:
         return None
 
 
+def _meter(engine: Any) -> Any:
+    """An LLM engine's meter (its spending per lineage), or None."""
+    return getattr(getattr(engine, "runtime", None), "meter", None)
+
+
 def _attach_usage(engine: Any, rec: BufferRecorder) -> None:
     """An LLM engine's meter writes usage rows to its store; here they become records too."""
-    meter = getattr(getattr(engine, "runtime", None), "meter", None)
+    meter = _meter(engine)
     if meter is None:
         return
 
@@ -238,9 +243,19 @@ class RayExecutor(AsyncioExecutor):
 
     async def generation(self, runner: LineageRunner, lineage: str, g: int, parent: Version) -> str | None:
         self._connect()
-        if self._work is None:
-            w = runner.work  # the engine, config and verifiers, shipped once; the worker has its own gate and events
-            self._work = ray.put(GenerationWork(w.engine, w.cfg, w.checks, verifiers=w.verifiers))
+        w, meter = runner.work, _meter(runner.work.engine)
+        if self._work is None or meter is not None:
+            # The engine, config and verifiers: shipped once, or with each generation when the engine meters its
+            # spending (the worker then checks the lineage's budget against what it has spent so far).
+            hook = meter.on_usage if meter is not None else None
+            if meter is not None:
+                meter.on_usage = None  # it writes to the driver's store: not for the worker
+            try:
+                self._work = ray.put(GenerationWork(w.engine, w.cfg, w.checks, verifiers=w.verifiers))
+            finally:
+                if meter is not None:
+                    meter.on_usage = hook
+        if self._events is None:  # the worker has its own gate; its events come back through a queue
             # On the driver's node: it lives and dies with the driver, not with a worker node.
             here = self._here()
             self._events = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": here})
@@ -257,6 +272,12 @@ class RayExecutor(AsyncioExecutor):
             ray.cancel(ref)
             raise
         await asyncio.to_thread(replay, runner.store, result.records)
+        if meter is not None:  # the driver's meter learns what the worker spent
+            for rec in result.records:
+                if rec.op == "add_usage" and rec.kwargs.get("lineage_id"):
+                    lid, spent = rec.kwargs["lineage_id"], meter.spent(rec.kwargs["lineage_id"])
+                    meter.preload(lid, spent.tokens + rec.kwargs["input_tokens"] + rec.kwargs["output_tokens"],
+                                  spent.cost_usd + (rec.kwargs["cost_usd"] or 0.0))
         if result.stop is not None:
             status, message = result.stop
             stop = EngineStop(message)
