@@ -176,6 +176,16 @@ def run_remote_trial(spec: Any, task_hash: str, tasks: dict[str, Any], quota: An
             remove_containers(engine, owner_id())
 
 
+async def cancel_remote(ref: Any, grace: float = 60) -> None:
+    """Cancel a Ray task and wait (up to `grace` s) for it to end: its worker removes its sandboxes on the way
+    out, and a driver that exited first would have Ray kill that worker before it could."""
+    ray.cancel(ref)
+    try:
+        await asyncio.wait_for(asyncio.wrap_future(ref.future()), grace)
+    except BaseException:  # noqa: BLE001 (cancelled, failed or timed out: all the same here)
+        pass
+
+
 class RayTrialRunner:
     """Each trial one Ray task: the task files travel content-addressed, the outcome comes back (its trial_dir
     names the worker's copy of the logs)."""
@@ -199,7 +209,7 @@ class RayTrialRunner:
         try:
             return await out
         except asyncio.CancelledError:
-            ray.cancel(out)
+            await cancel_remote(out)
             raise
 
 
@@ -269,7 +279,7 @@ class RayExecutor(AsyncioExecutor):
         try:
             result: UnitResult = await ref
         except asyncio.CancelledError:  # Ctrl-C on the driver: the worker stops and removes its sandboxes
-            ray.cancel(ref)
+            await cancel_remote(ref)
             raise
         await asyncio.to_thread(replay, runner.store, result.records)
         if meter is not None:  # the driver's meter learns what the worker spent
