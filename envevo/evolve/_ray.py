@@ -176,14 +176,29 @@ def run_remote_trial(spec: Any, task_hash: str, tasks: dict[str, Any], quota: An
             remove_containers(engine, owner_id())
 
 
-async def cancel_remote(ref: Any, grace: float = 60) -> None:
+async def cancel_remote(ref: Any, env: str, grace: float = 30) -> None:
     """Cancel a Ray task and wait (up to `grace` s) for it to end: its worker removes its sandboxes on the way
-    out, and a driver that exited first would have Ray kill that worker before it could."""
+    out. One that does not end is killed, and what it left on this host is swept now; on another node, by the
+    next unit that starts there."""
     ray.cancel(ref)
+    if not await _settled(ref, grace):
+        ray.cancel(ref, force=True)
+        await _settled(ref, 10)
+    engine = _local_engine(env)
+    if engine:
+        from envevo.runtime import sweep_orphans
+
+        await asyncio.to_thread(sweep_orphans, engine)
+
+
+async def _settled(ref: Any, timeout: float) -> bool:
     try:
-        await asyncio.wait_for(asyncio.wrap_future(ref.future()), grace)
-    except BaseException:  # noqa: BLE001 (cancelled, failed or timed out: all the same here)
+        await asyncio.wait_for(asyncio.wrap_future(ref.future()), timeout)
+    except TimeoutError:
+        return False
+    except BaseException:  # noqa: BLE001 (cancelled or failed: ended all the same)
         pass
+    return True
 
 
 class RayTrialRunner:
@@ -209,7 +224,7 @@ class RayTrialRunner:
         try:
             return await out
         except asyncio.CancelledError:
-            await cancel_remote(out)
+            await cancel_remote(out, spec.env)
             raise
 
 
@@ -224,6 +239,7 @@ class RayExecutor(AsyncioExecutor):
         self._events: Any = None
         self._pump: asyncio.Task[None] | None = None
         self.quota: Any = None
+        self._env = "podman"
 
     def _connect(self) -> None:
         if not ray.is_initialized():
@@ -254,6 +270,7 @@ class RayExecutor(AsyncioExecutor):
     async def generation(self, runner: LineageRunner, lineage: str, g: int, parent: Version) -> str | None:
         self._connect()
         w, meter = runner.work, _meter(runner.work.engine)
+        self._env = w.cfg.env
         if self._work is None or meter is not None:
             # The engine, config and verifiers: shipped once, or with each generation when the engine meters its
             # spending (the worker then checks the lineage's budget against what it has spent so far).
@@ -279,7 +296,7 @@ class RayExecutor(AsyncioExecutor):
         try:
             result: UnitResult = await ref
         except asyncio.CancelledError:  # Ctrl-C on the driver: the worker stops and removes its sandboxes
-            await cancel_remote(ref)
+            await cancel_remote(ref, self._env)
             raise
         await asyncio.to_thread(replay, runner.store, result.records)
         if meter is not None:  # the driver's meter learns what the worker spent
