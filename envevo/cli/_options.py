@@ -80,3 +80,15 @@ RecordDir = Annotated[Path | None, typer.Option("--record", help="Save every mod
                                                 "for --replay (docs/llm.md).", rich_help_panel=LLM)]
 ReplayDir = Annotated[Path | None, typer.Option("--replay", help="Answer every model request from a recording "
                                                 "made with --record, offline.", rich_help_panel=LLM)]
+
+# ---- scale-out (docs/scale.md) ----------------------------------------------------------------------------
+SCALE = "Scale-out (docs/scale.md)"
+ExecutorName = Annotated[str, typer.Option("--executor", help="asyncio (this process) or ray (each unit of work a "
+                                           "Ray task on a cluster; pip install 'envevo[ray]').", rich_help_panel=SCALE)]
+RayAddress = Annotated[str | None, typer.Option("--ray-address", metavar="ADDR", help="The Ray cluster to join "
+                                                "(e.g. ray://head:10001 or auto); default: a local one, started for "
+                                                "the run.", rich_help_panel=SCALE)]
+MaxSandboxes = Annotated[int | None, typer.Option("--max-sandboxes", min=1, help="Sandboxes alive at once, shared by "
+                                                  "everything the run starts.", rich_help_panel=SCALE)]
+StartRate = Annotated[float | None, typer.Option("--start-rate", min=0.001, help="Sandbox starts per second, at "
+                                                 "most.", rich_help_panel=SCALE)]

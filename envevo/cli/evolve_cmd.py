@@ -85,10 +85,14 @@ def evolve(
                                            "this from the seed: 1 − cosine similarity of the whole instruction to the "
                                            "seed's (all-MiniLM-L6-v2); the reason goes back to the Modifier. off: no "
                                            "bound. See docs/drift.md.")] = str(D.max_drift),
+    executor_name: o.ExecutorName = "asyncio",
+    ray_address: o.RayAddress = None,
+    max_sandboxes: o.MaxSandboxes = None,
+    start_rate: o.StartRate = None,
 ) -> None:
     """Evolve each seed into a lineage of harder, verified generations."""
     from envevo.evolve import evolve as run_evolve
-    from envevo.evolve import make_engine, open_run, start_lineages, uses_llm
+    from envevo.evolve import make_engine, open_run, scale_out, start_lineages, uses_llm
     from envevo.llm import settings_with_options
     from envevo.task import first_duplicate, load_task
 
@@ -98,6 +102,7 @@ def evolve(
         lineages = old_concurrency if lineages == D.lineage_concurrency else lineages
     check_red_team(red_team)
     preflight(env)
+    executor = scale_out(executor_name, ray_address, max_sandboxes, start_rate)
     llm = uses_llm(engine_name)
     settings = settings_with_options(llm_config, model, base_url, api_key_env, role_model, max_cost, max_tokens,
                                      price, record, replay) if llm else None
@@ -122,15 +127,19 @@ def evolve(
         engine.attach_store(store)  # usage rows per role; budgets resume from what the store recorded
 
     bar = Progress(TextColumn("{task.fields[lineage]}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TextColumn("{task.fields[stage]}"), console=err)
+                   TextColumn("{task.fields[worker]}"), TextColumn("{task.fields[stage]}"), console=err)
     bars: dict[str, TaskID] = {}
 
     def bar_of(lineage: str, done: int = 0) -> TaskID:
         if lineage not in bars:
-            bars[lineage] = bar.add_task("", total=cfg.generations, completed=done, lineage=lineage, stage="")
+            bars[lineage] = bar.add_task("", total=cfg.generations, completed=done, lineage=lineage, stage="",
+                                         worker="driver")
         return bars[lineage]
 
     def on_event(e):
+        if e.stage == "worker":  # the Ray executor: which worker runs the lineage's generation now
+            bar.update(bar_of(e.lineage), worker=e.detail)
+            return
         if e.stage == "judged" or (e.stage == "terminated" and e.generation == 0):  # a seed's verdict, said once
             bar.console.print(f"{e.lineage}: {e.detail}")
         stage = f"g{e.generation:02d} {e.stage}: {e.detail}"
@@ -141,7 +150,7 @@ def evolve(
         ids = await start_lineages(store, list(zip(names, tasks, strict=True)), engine, cfg, checks=checks, on_event=on_event)
         for lid in ids:
             bar.update(bar_of(lid), completed=store.lineage(lid).latest_generation)
-        await run_evolve(store, ids, engine, cfg, checks=checks, on_event=on_event)
+        await run_evolve(store, ids, engine, cfg, checks=checks, on_event=on_event, executor=executor)
 
     with bar:
         asyncio.run(main())

@@ -39,6 +39,10 @@ def rollout(
                                                    "(created if missing), so they resume and `seeds select` can read "
                                                    "them.")] = None,
     json_out: o.Json = False,
+    executor_name: o.ExecutorName = "asyncio",
+    ray_address: o.RayAddress = None,
+    max_sandboxes: o.MaxSandboxes = None,
+    start_rate: o.StartRate = None,
 ) -> None:
     """Run an agent k times per task; report pass count out of k, pass rate, mean turns and pass@k.
 
@@ -60,6 +64,9 @@ def rollout(
         agent_kwargs["model_api_key_name"] = api_key_env
     check_agent(agent, model, agent_kwargs)
     preflight(env)
+    from envevo.evolve import scale_out
+
+    scale_out(executor_name, ray_address, max_sandboxes, start_rate, trials=True)
     is_run = len(targets) == 1 and is_run_dir(targets[0])
     if is_run and store_dir is not None:
         raise UserError("--store is for task dirs; a RUN dir records rollouts in its own store")

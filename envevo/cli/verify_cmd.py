@@ -32,6 +32,10 @@ def verify(
                                                   "./jobs/verify-<time>).")] = None,
     red_team: o.RedTeam = D.red_team,
     json_out: o.Json = False,
+    executor_name: o.ExecutorName = "asyncio",
+    ray_address: o.RayAddress = None,
+    max_sandboxes: o.MaxSandboxes = None,
+    start_rate: o.StartRate = None,
 ) -> None:
     """Check each task in real containers: the reference solution passes (oracle), an empty one fails (invalid-test),
     and, with --red-team, no exploit passes.
@@ -43,6 +47,9 @@ def verify(
 
     check_red_team(red_team)
     preflight(env)
+    from envevo.evolve import scale_out
+
+    scale_out(executor_name, ray_address, max_sandboxes, start_rate, trials=True)
     mapping = load_image_map(image_map, config)
     loaded = load_task_args(tasks)  # every task is validated before any container starts
     dup = first_duplicate([t.name for t in loaded])

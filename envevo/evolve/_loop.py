@@ -14,12 +14,12 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from envevo.errors import UserError
 from envevo.evolve._config import EvolveConfig
 from envevo.evolve._engine import CandidateFailed, Engine, EngineStop, GenerationContext, Proposal, Review
+from envevo.evolve._remote import Recorder, StoreRecorder
 from envevo.store import LineageStore, Version
 from envevo.task import Task, save
 from envevo.trace import Direction, Drift, Trace, check_direction, check_effort, difficulty
@@ -48,10 +48,12 @@ def direction_order(seed: int, lineage: str, generation: int, allowed: list[Dire
     return order
 
 
-class LineageRunner:
+class GenerationWork:
+    """One generation of one lineage: the plan loop, the environment loop and verification. Everything it
+    writes goes through a Recorder, so the same code runs next to the store or on a worker without it."""
+
     def __init__(
         self,
-        store: LineageStore,
         engine: Engine,
         config: EvolveConfig,
         checks: Sequence[TaskVerifier] = (),
@@ -59,7 +61,6 @@ class LineageRunner:
         on_event: Callable[[Event], None] | None = None,
         verifiers: Sequence[TrialVerifier] | None = None,
     ):
-        self.store = store
         self.engine = engine
         self.cfg = config
         self.checks = list(checks)
@@ -67,59 +68,36 @@ class LineageRunner:
         self.on_event = on_event or (lambda e: None)
         self.verifiers = list(verifiers) if verifiers is not None else default_verifiers(config.repeats, red_team=config.red_team)
 
-    async def run(self, lineage: str) -> str:
-        """Evolve one lineage up to the configured generation count; returns its final status."""
-        while True:
-            parent = self.store.latest_version(lineage)
-            g = parent.generation + 1
-            if g > self.cfg.generations:
-                await asyncio.to_thread(self.store.finish_lineage, lineage, "done", f"reached generation {parent.generation}")
-                self.on_event(Event(lineage, parent.generation, "done"))
-                return "done"
-            try:
-                reason = await self.generation(lineage, g, parent)
-            except EngineStop as stop:  # e.g. the lineage's LLM budget is spent: end it, resumable
-                await asyncio.to_thread(self.store.finish_lineage, lineage, stop.status, str(stop))
-                self.on_event(Event(lineage, g, "terminated", str(stop)))
-                return stop.status
-            if reason is not None:
-                await asyncio.to_thread(self.store.finish_lineage, lineage, "terminated", reason)
-                self.on_event(Event(lineage, g, "terminated", reason))
-                return "terminated"
-
-    async def generation(self, lineage: str, g: int, parent: Version) -> str | None:
+    async def run(self, lineage: str, g: int, parent: Version, rec: Recorder) -> str | None:
         """Run generation g on top of `parent`; None when a version was committed, else why the lineage ends."""
-        task = self.store.load_version_task(parent.task_hash)
+        task = rec.task(parent.task_hash)
         trace = await self.engine.extract_trace(task)
         self.on_event(Event(lineage, g, "generation", f"L={trace.L}"))
         why_not: list[str] = []
         for direction in direction_order(self.cfg.seed, lineage, g, self.cfg.directions):
             self.on_event(Event(lineage, g, "direction", direction.value))
             rng = random.Random(f"{self.cfg.seed}|{lineage}|{g}|{direction.value}")
-            ctx = GenerationContext(lineage=lineage, generation=g, rng=rng, workdir=self._workdir(lineage, g, direction))
-            planned = await self._plan_loop(lineage, g, task, trace, direction, ctx)
+            workdir = rec.work_root / lineage / f"g{g:02d}-{direction.value}"
+            workdir.mkdir(parents=True, exist_ok=True)
+            ctx = GenerationContext(lineage=lineage, generation=g, rng=rng, workdir=workdir)
+            planned = await self._plan_loop(rec, lineage, g, task, trace, direction, ctx)
             if planned is None:
                 why_not.append(f"{direction.value}: no plan accepted within {self.cfg.plan_budget} rounds")
                 continue
-            committed = await self._environment_loop(lineage, g, parent, task, *planned, ctx)
+            committed = await self._environment_loop(rec, lineage, g, parent, task, *planned, ctx)
             if committed:
                 return None
             why_not.append(f"{direction.value}: no candidate verified within {self.cfg.env_budget} rounds")
         return f"generation {g}: all directions failed ({'; '.join(why_not)})"
 
-    def _workdir(self, lineage: str, g: int, direction: Direction) -> Path:
-        path = self.store.run_dir / "work" / lineage / f"g{g:02d}-{direction.value}"
-        path.mkdir(parents=True, exist_ok=True)
-        return path
-
-    async def _plan_loop(self, lineage: str, g: int, task: Task, trace: Trace, direction: Direction,
-                         ctx: GenerationContext) -> tuple[Proposal, int] | None:
+    async def _plan_loop(self, rec: Recorder, lineage: str, g: int, task: Task, trace: Trace, direction: Direction,
+                         ctx: GenerationContext) -> tuple[Proposal, Any] | None:
         feedback: list[str] = []
         for attempt in range(1, self.cfg.plan_budget + 1):
             proposal = await self.engine.propose(task, trace, direction, self.cfg.effort, list(feedback), ctx)
             if proposal is None:
-                await asyncio.to_thread(self.store.add_plan, lineage, g, direction.value, attempt, None, None,
-                                        accepted=False, feedback="no edit possible in this direction")
+                await rec.write("add_plan", lineage, g, direction.value, attempt, None, None,
+                                accepted=False, feedback="no edit possible in this direction")
                 self.on_event(Event(lineage, g, "plan", f"{direction.value}: no edit possible"))
                 return None
             # The loop enforces direction semantics and effort itself, whatever the engine claims.
@@ -128,21 +106,20 @@ class LineageRunner:
                 review = Review(accepted=False, feedback="; ".join(problems))
             else:
                 review = await self.engine.review(task, proposal, ctx)
-            plan_id = await asyncio.to_thread(self.store.add_plan, lineage, g, direction.value, attempt, proposal, review)
+            plan_id = await rec.write("add_plan", lineage, g, direction.value, attempt, proposal, review)
             self.on_event(Event(lineage, g, "plan", f"{direction.value} #{attempt}: {'accepted' if review.accepted else 'rejected'}"))
             if review.accepted:
                 return proposal, plan_id
             feedback.append(review.feedback or "rejected")
         return None
 
-    async def _environment_loop(self, lineage: str, g: int, parent: Version, task: Task, proposal: Proposal, plan_id: int,
-                                ctx: GenerationContext) -> bool:
+    async def _environment_loop(self, rec: Recorder, lineage: str, g: int, parent: Version, task: Task,
+                                proposal: Proposal, plan_id: Any, ctx: GenerationContext) -> bool:
         feedback: list[str] = []
         direction = proposal.direction.value
         checks, bound = list(self.checks), None
         if self.cfg.max_drift is not None:  # the drift bound needs the lineage's seed: one check per lineage
-            seed = self.store.load_version_task(self.store.lineage(lineage).seed_hash)
-            bound = DriftBound(seed, self.cfg.max_drift, parent=task)
+            bound = DriftBound(rec.seed_task(lineage), self.cfg.max_drift, parent=task)
             checks.append(bound)
         for attempt in range(1, self.cfg.env_budget + 1):
             self.on_event(Event(lineage, g, "candidate", f"{direction} #{attempt}: modifying"))
@@ -151,12 +128,11 @@ class LineageRunner:
             except CandidateFailed as e:  # nothing to verify; the reason goes back to the Modifier
                 self.on_event(Event(lineage, g, "candidate", f"{direction} #{attempt}: {e}"))
                 # Stored like every other candidate, with no task: the run's history shows the attempt.
-                await asyncio.to_thread(self.store.add_candidate, lineage, g, direction, attempt, None, plan_id=plan_id,
-                                        accepted=False, reasons=[f"modifier: {e}"])
+                await rec.write("add_candidate", lineage, g, direction, attempt, None, plan_id=plan_id,
+                                accepted=False, reasons=[f"modifier: {e}"])
                 feedback.append(f"modifier: {e}")
                 continue
-            candidate_id = await asyncio.to_thread(self.store.add_candidate, lineage, g, direction, attempt, candidate,
-                                                   plan_id=plan_id)
+            candidate_id = await rec.write("add_candidate", lineage, g, direction, attempt, candidate, plan_id=plan_id)
             # Verify a working copy: the stored version dir is immutable and Harbor must not touch it.
             task_dir = save(candidate, ctx.workdir / f"candidate-{attempt}", overwrite=True)
             trials_dir = ctx.workdir / f"trials-{attempt}"
@@ -170,14 +146,14 @@ class LineageRunner:
             )
             wall = time.monotonic() - t0
             for report in verdict.reports.values():
-                await asyncio.to_thread(self.store.add_verifier_report, candidate_id, report, wall_seconds=wall)
-            await asyncio.to_thread(self.store.set_candidate_result, candidate_id, verdict.ok, verdict.reasons)
+                await rec.write("add_verifier_report", candidate_id, report, wall_seconds=wall)
+            await rec.write("set_candidate_result", candidate_id, verdict.ok, verdict.reasons)
             if verdict.ok:
                 new_trace = await self.engine.extract_trace(candidate)
-                drift = bound.last if bound is not None else await self._drift(lineage, g, candidate, parent.task_hash)
-                # The commit point: one transaction, run off the event loop (it waits on fsyncs).
-                await asyncio.to_thread(
-                    self.store.commit_generation, lineage, g, candidate,
+                drift = bound.last if bound is not None else await self._drift(rec, lineage, g, candidate, parent.task_hash)
+                # The commit point: one transaction.
+                await rec.write(
+                    "commit_generation", lineage, g, candidate,
                     direction=direction, effort=self.cfg.effort.value, trace=new_trace,
                     difficulty=difficulty(new_trace, self.engine.reference()), verified=True,
                     parent_hash=parent.task_hash, candidate_id=candidate_id, drift=drift,
@@ -187,13 +163,59 @@ class LineageRunner:
             feedback.extend(verdict.reasons)
         return False
 
-    async def _drift(self, lineage: str, g: int, candidate: Task, parent_hash: str) -> Drift | None:
+    async def _drift(self, rec: Recorder, lineage: str, g: int, candidate: Task, parent_hash: str) -> Drift | None:
         """The candidate's drift, to commit with it; None (computed on first read) when the encoder is missing."""
         try:
-            return await asyncio.to_thread(self.store.measure_drift, lineage, candidate, parent_hash)
+            return await rec.measure_drift(lineage, candidate, parent_hash)
         except UserError as e:
             self.on_event(Event(lineage, g, "drift", f"not measured: {e}"))
             return None
+
+
+class LineageRunner:
+    """Evolves lineages of one store, generation after generation; the executor decides where each runs."""
+
+    def __init__(
+        self,
+        store: LineageStore,
+        engine: Engine,
+        config: EvolveConfig,
+        checks: Sequence[TaskVerifier] = (),
+        gate: asyncio.Semaphore | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        verifiers: Sequence[TrialVerifier] | None = None,
+        executor: Executor | None = None,
+    ):
+        self.store = store
+        self.work = GenerationWork(engine, config, checks, gate, on_event, verifiers)
+        self.cfg = config
+        self.on_event = self.work.on_event
+        self.executor = executor
+
+    async def run(self, lineage: str) -> str:
+        """Evolve one lineage up to the configured generation count; returns its final status."""
+        while True:
+            parent = self.store.latest_version(lineage)
+            g = parent.generation + 1
+            if g > self.cfg.generations:
+                await asyncio.to_thread(self.store.finish_lineage, lineage, "done", f"reached generation {parent.generation}")
+                self.on_event(Event(lineage, parent.generation, "done"))
+                return "done"
+            try:
+                reason = await (self.executor.generation(self, lineage, g, parent) if self.executor is not None
+                                else self.generation(lineage, g, parent))
+            except EngineStop as stop:  # e.g. the lineage's LLM budget is spent: end it, resumable
+                await asyncio.to_thread(self.store.finish_lineage, lineage, stop.status, str(stop))
+                self.on_event(Event(lineage, g, "terminated", str(stop)))
+                return stop.status
+            if reason is not None:
+                await asyncio.to_thread(self.store.finish_lineage, lineage, "terminated", reason)
+                self.on_event(Event(lineage, g, "terminated", reason))
+                return "terminated"
+
+    async def generation(self, lineage: str, g: int, parent: Version) -> str | None:
+        """Generation g here, writing straight to the store."""
+        return await self.work.run(lineage, g, parent, StoreRecorder(self.store))
 
 
 async def start_lineages(
@@ -286,7 +308,8 @@ async def evolve(
     from envevo.evolve._executor import AsyncioExecutor
 
     gate = asyncio.Semaphore(config.trial_concurrency)
-    runner = LineageRunner(store, engine, config, checks=checks, gate=gate, on_event=on_event, verifiers=verifiers)
     executor = executor or AsyncioExecutor()
+    runner = LineageRunner(store, engine, config, checks=checks, gate=gate, on_event=on_event, verifiers=verifiers,
+                           executor=executor)
     statuses = await executor.map(runner.run, list(lineages), config.lineage_concurrency)
     return dict(zip(lineages, statuses, strict=False))

@@ -6,16 +6,24 @@ outcome types (verdicts, the store, the trainer adapters' environments) load wit
 
 from envevo.runtime import _host_ca as host_ca  # the module: trust settings for the host's CA bundle
 from envevo.runtime._agents import DRIVEN_AGENT, DriverResult, ShellDriver, ShellExec
-from envevo.runtime._cleanup import list_containers, remove_containers, sweep_orphans
+from envevo.runtime._cleanup import list_containers, owner_id, remove_containers, sweep_orphans
 from envevo.runtime._envs import LOCAL_ENGINES, EnvChoice, check_env, resolve_env
 from envevo.runtime._host_ca import ENV_VAR as HOST_CA_ENV_VAR
 from envevo.runtime._host_ca import volume_args as host_ca_volume_args
 from envevo.runtime._image_cache import CACHE_LABEL, CACHE_REPO, cache_tag, environment_digest
 from envevo.runtime._network import network_policy
 from envevo.runtime._outcome import ErrorKind, PhaseTimings, TrialOutcome, TrialSpec
+from envevo.runtime._quota import Backoff, Limiter, LocalLimiter, is_provider_error, quota_settings, set_limiter, set_quota
 from envevo.runtime._session import SandboxSession, SessionError, SessionResult, open_session
 
 __all__ = [
+    "Backoff",
+    "Limiter",
+    "LocalLimiter",
+    "is_provider_error",
+    "quota_settings",
+    "set_limiter",
+    "set_quota",
     "CACHE_LABEL",
     "CACHE_REPO",
     "DRIVEN_AGENT",
@@ -42,15 +50,17 @@ __all__ = [
     "host_ca_volume_args",
     "list_containers",
     "network_policy",
+    "owner_id",
     "remove_containers",
     "run_trial",
     "run_trials",
+    "set_trial_runner",
     "sweep_orphans",
 ]
 
 
 def __getattr__(name: str):
-    if name in ("check_agent", "run_trial", "run_trials"):  # they import Harbor
+    if name in ("check_agent", "run_trial", "run_trials", "set_trial_runner"):  # they import Harbor
         from envevo.runtime import _trial
 
         return getattr(_trial, name)

@@ -19,6 +19,8 @@ from envevo.runtime._harbor import (
 )
 from envevo.runtime._image_cache import ImageCache
 from envevo.runtime._outcome import ErrorKind, PhaseTimings, TrialOutcome, TrialSpec
+from envevo.runtime._quota import backoff, is_provider_error, provider_wait, quota_active
+from envevo.runtime._quota_env import quota_import_path
 
 # Harbor exception type names, grouped by what they say about the trial.
 _AGENT_TIMEOUT = {"AgentTimeoutError"}
@@ -39,6 +41,7 @@ _INFRASTRUCTURE = {
     "RateLimitError",
     "AuthenticationError",
     "InternalServerError",
+    "StartRefused",  # envevo's quota wrapper: the provider refused a sandbox through every backoff attempt
 }
 # Messages Harbor's compose environments raise when `compose up --build` fails on the image build.
 _BUILD_MARKERS = ("error building", "build failed", "failed to build", " build. return code", "returned a non-zero code")
@@ -102,10 +105,13 @@ def check_agent(spec: TrialSpec) -> None:
 
 def _environment_config(spec: TrialSpec) -> EnvironmentConfig:
     choice = resolve_env(spec.env, spec.task_dir)
+    extra = [_cleanup.overlay_compose_file()] if (choice.compose if choice.import_path else choice.engine) else []
+    target = choice.import_path or choice.harbor_type or spec.env
+    if quota_active() or choice.engine is None:
+        # Quotas and provider backoff at every sandbox start (a remote provider's always, a local engine's when set).
+        return EnvironmentConfig(import_path=quota_import_path(target), extra_docker_compose=extra)
     if choice.import_path:
-        extra = [_cleanup.overlay_compose_file()] if choice.compose else []
         return EnvironmentConfig(import_path=choice.import_path, extra_docker_compose=extra)
-    extra = [_cleanup.overlay_compose_file()] if choice.engine else []
     return EnvironmentConfig(type=choice.harbor_type, extra_docker_compose=extra)
 
 
@@ -168,7 +174,8 @@ def classify(r: TrialResult) -> tuple[ErrorKind, str | None]:
         return ErrorKind.VERIFIER_ERROR, message
     if kind in _BUILD_FAILURE:
         return ErrorKind.ENVIRONMENT_BUILD_FAILURE, message
-    if kind in _INFRASTRUCTURE or kind == "CancelledError":
+    if kind in _INFRASTRUCTURE or kind == "CancelledError" or is_provider_error(kind, exc.exception_message):
+        # A provider's quota, 429, 5xx or a dropped connection, in any phase: not the task's fail, nor the agent's.
         return ErrorKind.INFRASTRUCTURE_ERROR, message
     agent_started = r.agent_execution is not None and r.agent_execution.started_at is not None
     if not agent_started:
@@ -247,6 +254,16 @@ async def run_trial(spec: TrialSpec) -> TrialOutcome:
     return to_outcome(spec, result)
 
 
+TrialRunner = Callable[[TrialSpec], Awaitable[TrialOutcome]]
+_trial_runner: TrialRunner | None = None
+
+
+def set_trial_runner(runner: TrialRunner | None) -> None:
+    """Run every trial of the process through `runner` (e.g. one Ray task each); None: here, with run_trial."""
+    global _trial_runner
+    _trial_runner = runner
+
+
 async def run_trials(
     specs: Sequence[TrialSpec],
     concurrency: int = 2,
@@ -257,7 +274,9 @@ async def run_trials(
     """Run trials with at most `concurrency` at once; results come back in the order of `specs`.
 
     A trial that failed on infrastructure (not the task, not the agent) is re-run up to `retries` times,
-    so a flaky sandbox is not counted against the task. Pass `gate` to share one bound between callers
+    so a flaky sandbox is not counted against the task; a provider pushing back (quota, 429, 5xx, a dropped
+    connection) up to the backoff's attempts, each after a jittered exponential wait that every other start of
+    the process waits out too. Pass `gate` to share one bound between callers
     (e.g. several lineages evolving at once); `concurrency` is then ignored.
     """
     if concurrency < 1:
@@ -268,12 +287,22 @@ async def run_trials(
               if s.env.startswith("harbor:") and (engine := resolve_env(s.env).engine)}
 
     async def one(i: int, spec: TrialSpec) -> TrialOutcome:
-        for _attempt in range(retries + 1):
+        infra = provider = 0
+        while True:
             async with gate:
                 if spec.env in caches:
                     await caches[spec.env].warm(spec.task_dir)
-                outcome = await run_trial(spec)
+                outcome = await (_trial_runner or run_trial)(spec)
             if not outcome.error_kind.is_infrastructure:
+                break
+            text = outcome.error_message or ""
+            kind = text.partition(":")[0]
+            if kind != "StartRefused" and is_provider_error(kind, text) and provider < backoff().attempts:
+                await provider_wait(provider)
+                provider += 1
+                continue
+            infra += 1
+            if infra > retries:
                 break
         if on_done is not None:
             maybe = on_done(i, outcome)
