@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from envevo.catalog import CatalogPrior, Chain, build_blocks, chain_from_task, chain_problems, derive_seed
 from envevo.evolve._engine import CriterionVerdict, GenerationContext, Proposal, Review
 from envevo.evolve.engines.procedural._compose import compose
-from envevo.evolve.engines.procedural._operators import mutate
+from envevo.evolve.engines.procedural._operators import apply_pairs, mutate
+from envevo.evolve.engines.procedural._residual import residual
 from envevo.task import Task
 from envevo.trace import Direction, Effort, Trace, check_direction, check_effort, edit_spans
 
@@ -47,7 +49,8 @@ class ProceduralEngine:
                              f"{[tuple(s.values()) for s in e['after']]}" for e in edits)
                    + f" (D_T {d0.D_T:.2f} -> {d1.D_T:.2f})")
         return Proposal(direction=direction, effort=effort, before=before, after=after, summary=summary,
-                        plan={"chain": new.model_dump(mode="json"), "edits": edits, "D_T_before": d0.D_T, "D_T_after": d1.D_T})
+                        plan={"chain": new.model_dump(mode="json", exclude_none=True), "edits": edits,
+                              "residual": residual(chain, new), "D_T_before": d0.D_T, "D_T_after": d1.D_T})
 
     async def review(self, task: Task, proposal: Proposal, ctx: GenerationContext) -> Review:
         criteria: list[CriterionVerdict] = []
@@ -83,9 +86,11 @@ class ProceduralEngine:
     async def modify(self, task: Task, proposal: Proposal, feedback: list[str], ctx: GenerationContext) -> Task:
         chain = Chain.model_validate({k: v for k, v in proposal.plan["chain"].items() if k != "final"})
         if feedback:
-            # A failed verification asks for another draw of the edited steps, not another edit.
-            old = set(chain_from_task(task).steps)
-            chain = chain.with_steps(
-                s if s in old else s.model_copy(update={"seed": derive_seed(s.seed, "retry", len(feedback))})
-                for s in chain.steps)
+            # A failed verification asks for another draw of the edited steps, not another edit: the same pairs,
+            # with fresh seeds for the new ones (kept steps and kept fixtures stay as they are).
+            parent = chain_from_task(task)
+            try:
+                chain = apply_pairs(parent, chain.pairs(), random.Random(derive_seed(chain.seed, "retry", len(feedback))))
+            except RuntimeError:
+                pass  # no other draw generates; verify the planned one again
         return compose(chain)
