@@ -5,6 +5,7 @@
 """
 
 from envevo.rollout._episode import Episode, StepLog, play
+from envevo.rollout._pool import POOL_FILE, seed_pool
 from envevo.rollout._profiles import PROFILES, SimProfile, explore_turns, is_simulated, profile, step_probability
 from envevo.rollout._run import (
                                  SIM_AGENT,
@@ -25,6 +26,7 @@ from envevo.rollout._stats import RolloutSummary, pass_at_k, summarize
 from envevo.rollout._weakness import WeaknessReport, WeaknessRow, step_outcomes, weakness
 
 __all__ = [
+    "POOL_FILE",
     "PROFILES",
     "SIM_AGENT",
     "SIM_MODEL",
@@ -46,6 +48,7 @@ __all__ = [
     "profile",
     "rollout",
     "rollout_reasons",
+    "seed_pool",
     "run_rollouts",
     "run_targets",
     "select_seeds",
