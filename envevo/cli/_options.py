@@ -72,3 +72,12 @@ LLMConfigFile = Annotated[Path | None, typer.Option("--llm-config", help="A TOML
                                                     "(default ./envevo.toml if present).", rich_help_panel=LLM)]
 RoleModel = Annotated[list[str], typer.Option("--role-model", help="ROLE=PROVIDER:NAME for one role (proposer, "
                                               "reviewer, modifier, judge); repeatable.", rich_help_panel=LLM)]
+
+# ---- weakness targeting (envevo evolve) ------------------------------------------------------------------
+WEAKNESS = "Weakness targeting"
+TargetWeakness = Annotated[Path | None, typer.Option("--target-weakness", metavar="RUN", help="Prefer edits that raise "
+                                                     "one agent's weakness δ_θ, estimated from the rollouts stored in "
+                                                     "RUN as `envevo difficulty RUN --weakness` does (procedural "
+                                                     "engine).", rich_help_panel=WEAKNESS)]
+TargetAgent = Annotated[str | None, typer.Option("--agent", help="With --target-weakness: whose weakness (needed when "
+                                                 "RUN holds rollouts of several agents).", rich_help_panel=WEAKNESS)]

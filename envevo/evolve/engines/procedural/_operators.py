@@ -32,6 +32,7 @@ from envevo.catalog import (
     scenarios_for,
     skills_for,
 )
+from envevo.evolve.engines.procedural._target import WeaknessTarget
 from envevo.trace import Direction, Effort, Step, Trace, check_direction, check_effort
 
 Pairs = list[tuple[str, str]]
@@ -235,16 +236,35 @@ _SIZE_WEIGHT = {1: 1.0, 2: 0.6, 3: 0.3}
 
 
 def mutate(chain: Chain, direction: Direction | str, effort: Effort | str, rng: random.Random,
-           prior: CatalogPrior | None = None) -> Chain | None:
+           prior: CatalogPrior | None = None, target: WeaknessTarget | None = None) -> Chain | None:
     """One exact edit of the chain that raises D_T, or None when this direction has none.
 
     The full checks (direction, effort, and that every block generates) run on the drawn candidate only;
     a failing draw is discarded and another one drawn, so the result stays a sample from the valid pool.
+    With a `target`, the edits that raise the target agent's Σδ_θ are drawn first, weighted by their d_θ gain
+    (D_T gain + Δδ); the others only when none of those is admissible.
     """
     direction, effort = Direction(direction), Effort(effort)
     old = chain.pairs()
+    pool = _proposals(chain, direction, effort, rng, prior or CatalogPrior())
+    tiers = [pool]
+    if target is not None:
+        base = target.total(old)
+        raised = [(new, gain + target.total(new) - base) for new, gain in pool if target.total(new) - base > 1e-9]
+        tiers = [raised, [(new, gain) for new, gain in pool if target.total(new) - base <= 1e-9]]
+    for tier in tiers:
+        edited = _draw(chain, tier, direction, effort, rng)
+        if edited is not None:
+            return edited
+    return None
+
+
+def _draw(chain: Chain, pool: list[tuple[Pairs, float]], direction: Direction, effort: Effort,
+          rng: random.Random) -> Chain | None:
+    """Draw from `pool` (edit, weight gain): the size first, then gain² within it, until one is admissible."""
+    old = chain.pairs()
     by_size: dict[int, list[tuple[Pairs, float]]] = {}
-    for new, gain in _proposals(chain, direction, effort, rng, prior or CatalogPrior()):
+    for new, gain in pool:
         by_size.setdefault(_size(old, new), []).append((new, gain))
     while by_size:
         sizes = sorted(by_size)
