@@ -10,6 +10,7 @@ from envevo.analysis._generations import GenerationPoint, Trend, generation_poin
 from envevo.analysis._mutation import (
     RATE_COMPONENTS,
     TOTAL_COMPONENTS,
+    DirectionEffortRates,
     DirectionRates,
     GenerationRates,
     MutationStats,
@@ -22,7 +23,7 @@ from envevo.analysis._study import Study, analyze
 from envevo.analysis._validity import Validity, validity
 
 __all__ = [
-    "RATE_COMPONENTS", "TOTAL_COMPONENTS", "DirectionRates", "GenerationRates", "MutationStats", "Transition",
+    "RATE_COMPONENTS", "TOTAL_COMPONENTS", "DirectionEffortRates", "DirectionRates", "GenerationRates", "MutationStats", "Transition",
     "mutation_rates", "rates_of",
     "Claim", "DirectionEffect", "GenerationPoint", "Study", "Trend", "Validity", "VersionEval", "analyze", "claims",
     "collect", "direction_effects", "generation_points", "mean_ci", "spearman", "spearman_p", "trends", "validity",

@@ -1,7 +1,8 @@
 """Mutation rates per generation and component: the paper's Figure 4 quantities.
 
 For generation g ≥ 1 and component c, the rate is the fraction of lineages having a version at g whose
-component c changed from g−1 to g. The total mutation rate counts a lineage when any of instruction,
+component c changed from g−1 to g. Rates are also pooled per direction, and per (direction, effort): the
+paper's Figure 4 compares directions at one effort. The total mutation rate counts a lineage when any of instruction,
 environment or verification changed (the solution follows from those; config is bookkeeping).
 """
 
@@ -20,6 +21,7 @@ from envevo.store import LineageStore
 RATE_COMPONENTS: tuple[str, ...] = ("instruction", "environment", "verification", "solution")
 #: Components whose change counts towards the total mutation rate.
 TOTAL_COMPONENTS: tuple[str, ...] = ("instruction", "environment", "verification")
+_EFFORT_ORDER = {"low": 0, "high": 1, "max": 2}
 
 
 class Transition(BaseModel):
@@ -29,6 +31,7 @@ class Transition(BaseModel):
     lineage: str
     generation: int
     direction: str | None = None
+    effort: str | None = None
     mutated: frozenset[str] = frozenset()
 
 
@@ -46,6 +49,11 @@ class DirectionRates(Rates):
     direction: str
 
 
+class DirectionEffortRates(Rates):
+    direction: str
+    effort: str
+
+
 class MutationStats(BaseModel):
     runs: list[str]
     lineages: int
@@ -53,6 +61,9 @@ class MutationStats(BaseModel):
     mean: dict[str, float | None] = Field(description="per-component rate averaged over generations")
     mean_total: float | None = None
     by_direction: list[DirectionRates] = Field(default_factory=list, description="pooled over generations")
+    by_direction_effort: list[DirectionEffortRates] = Field(
+        default_factory=list, description="pooled over generations, one row per (direction, effort)"
+    )
 
 
 def _rates(group: Sequence[Transition]) -> tuple[dict[str, float], float]:
@@ -67,10 +78,13 @@ def rates_of(transitions: Iterable[Transition], runs: Sequence[str] = ()) -> Mut
     items = list(transitions)
     by_gen: dict[int, list[Transition]] = defaultdict(list)
     by_dir: dict[str, list[Transition]] = defaultdict(list)
+    by_dir_effort: dict[tuple[str, str], list[Transition]] = defaultdict(list)
     for t in items:
         by_gen[t.generation].append(t)
         if t.direction:
             by_dir[t.direction].append(t)
+            if t.effort:
+                by_dir_effort[(t.direction, t.effort)].append(t)
     generations = []
     for g in sorted(by_gen):
         rates, total = _rates(by_gen[g])
@@ -79,6 +93,10 @@ def rates_of(transitions: Iterable[Transition], runs: Sequence[str] = ()) -> Mut
     for d in sorted(by_dir):
         rates, total = _rates(by_dir[d])
         directions.append(DirectionRates(direction=d, n=len(by_dir[d]), rates=rates, total=total))
+    per_effort = []
+    for (d, e), group in sorted(by_dir_effort.items(), key=lambda kv: (kv[0][0], _EFFORT_ORDER.get(kv[0][1], 9))):
+        rates, total = _rates(group)
+        per_effort.append(DirectionEffortRates(direction=d, effort=e, n=len(group), rates=rates, total=total))
     if generations:
         mean: dict[str, float | None] = {
             c: sum(g.rates[c] for g in generations) / len(generations) for c in RATE_COMPONENTS
@@ -93,6 +111,7 @@ def rates_of(transitions: Iterable[Transition], runs: Sequence[str] = ()) -> Mut
         mean=mean,
         mean_total=mean_total,
         by_direction=directions,
+        by_direction_effort=per_effort,
     )
 
 
@@ -100,7 +119,8 @@ def transitions(store: LineageStore) -> list[Transition]:
     run = str(store.run_dir)
     return [
         Transition(
-            run=run, lineage=v.lineage_id, generation=v.generation, direction=v.direction, mutated=frozenset(v.mutated)
+            run=run, lineage=v.lineage_id, generation=v.generation, direction=v.direction, effort=v.effort,
+            mutated=frozenset(v.mutated),
         )
         for v in store.versions()
         if v.generation >= 1

@@ -9,8 +9,8 @@ This package sits below envevo.trace: it imports only envevo.task and envevo.err
 (Step, Trace, Difficulty, difficulty) live here for that reason and are re-exported by envevo.trace.
 """
 
-from envevo.catalog._blocks import CHAIN_ENGINE, block_snippets, build_blocks, chain_from_task
-from envevo.catalog._chain import Chain, ChainStep, chain_problems, derive_seed, fits_at, in_kinds, pairs_problems
+from envevo.catalog._blocks import CHAIN_ENGINE, block_snippets, build_blocks, build_step, chain_from_task, pin_of
+from envevo.catalog._chain import Chain, ChainStep, Pin, chain_problems, derive_seed, fits_at, in_kinds, pairs_problems
 from envevo.catalog._fixtures import Op, fixture_script
 from envevo.catalog._goals import GOAL_CATEGORIES, category_of, goal_text
 from envevo.catalog._graph import SCENARIOS, SKILLS, TOOLS, compatible, graph, scenarios_for, skills_for
@@ -39,12 +39,14 @@ __all__ = [
     "Difficulty",
     "Kind",
     "Op",
+    "Pin",
     "Scenario",
     "Skill",
     "Step",
     "Trace",
     "block_snippets",
     "build_blocks",
+    "build_step",
     "category_of",
     "chain_from_task",
     "chain_problems",
@@ -58,6 +60,7 @@ __all__ = [
     "graph",
     "in_kinds",
     "pairs_problems",
+    "pin_of",
     "random_chain",
     "scenarios_for",
     "skills_for",

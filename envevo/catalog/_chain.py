@@ -16,12 +16,32 @@ from envevo.catalog._kinds import Kind
 from envevo.catalog._xi import Step, Trace
 
 
+class Pin(BaseModel):
+    """The draw that first made a step's fixtures: its skill, seed and inputs, enough to redo it alone.
+
+    An edit that keeps a scenario (a skill swap, or a step whose input changed upstream) pins the step to its
+    fixtures: the step is rebuilt on that draw's scenario instance, byte for byte, and only the question asked of
+    it (instruction section, oracle lines, checks) is drawn anew.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    skill: str
+    seed: int
+    index: int
+    in_kind: Kind
+    in_path: str | None = None
+    in_keys: tuple[str, ...] | None = None
+    final: bool
+
+
 class ChainStep(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     scenario: str
     skill: str
     seed: int
+    pin: Pin | None = None  # None: the step draws its own fixtures
 
 
 class Chain(BaseModel):
@@ -54,7 +74,8 @@ class Chain(BaseModel):
         return self.model_copy(update={"steps": tuple(steps)})
 
     def digest(self) -> str:
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+        # exclude_none: a chain without pins hashes as it did before pins existed
+        return hashlib.sha256(self.model_dump_json(exclude_none=True).encode()).hexdigest()
 
 
 def derive_seed(*parts: object) -> int:

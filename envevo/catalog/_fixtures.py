@@ -3,8 +3,8 @@
 Fixtures are typed data (write a file, gzip, tar, SQLite, git history, a certificate) carried out by
 `_fixture_runner.py`, a standalone stdlib-only script that the Dockerfile copies in, runs and deletes in one RUN.
 Nothing of the task's data is built on the host, so no host tools (git, openssl) are needed and no task content
-runs outside the sandbox. The runner ships as it is in this package, with its SPEC_LINE replaced by the task's
-operations (`SPEC = [...]`), dumped as plain dicts in field order.
+runs outside the sandbox. The runner ships as it is in this package, one copy per chain step, with its SPEC_LINE
+replaced by that step's operations (`SPEC = [...]`), dumped as plain dicts in field order.
 """
 
 from __future__ import annotations

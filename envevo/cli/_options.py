@@ -92,3 +92,12 @@ MaxSandboxes = Annotated[int | None, typer.Option("--max-sandboxes", min=1, help
                                                   "everything the run starts.", rich_help_panel=SCALE)]
 StartRate = Annotated[float | None, typer.Option("--start-rate", min=0.001, help="Sandbox starts per second, at "
                                                  "most.", rich_help_panel=SCALE)]
+
+# ---- weakness targeting (envevo evolve) ------------------------------------------------------------------
+WEAKNESS = "Weakness targeting"
+TargetWeakness = Annotated[Path | None, typer.Option("--target-weakness", metavar="RUN", help="Prefer edits that raise "
+                                                     "one agent's weakness δ_θ, estimated from the rollouts stored in "
+                                                     "RUN as `envevo difficulty RUN --weakness` does (procedural "
+                                                     "engine).", rich_help_panel=WEAKNESS)]
+TargetAgent = Annotated[str | None, typer.Option("--agent", help="With --target-weakness: whose weakness (needed when "
+                                                 "RUN holds rollouts of several agents).", rich_help_panel=WEAKNESS)]

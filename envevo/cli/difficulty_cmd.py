@@ -158,3 +158,21 @@ def weakness_output(target: Path, *, agent: str | None, model: str | None, estim
         out.print(table)
     if rep.simulated:
         err.print("simulated agents: this weakness is SIMULATION, not a model's")
+
+
+def weakness_target(run: Path, agent: str | None) -> Any:
+    """`envevo evolve --target-weakness RUN --agent A`: A's δ_θ per skill and scenario from RUN's rollouts, as the
+    procedural engine's WeaknessTarget (estimated as `envevo difficulty RUN --weakness` does, p_T: the run's own)."""
+    from envevo.evolve.engines.procedural import WeaknessTarget
+    from envevo.rollout import weakness
+    from envevo.store import LineageStore
+
+    if not is_run_dir(run):
+        raise UserError(f"--target-weakness {run}: not a run (no store.sqlite); pass an `envevo evolve` --out dir "
+                        "rolled out with `envevo rollout RUN --agent A`")
+    p = choose_estimator(run, None)
+    with LineageStore.open(run, create=False) as store:
+        rep = weakness(store, agent=agent, p=p)
+    return WeaknessTarget(agent=rep.agent, model=rep.model, source=str(run.resolve()),
+                          skills={r.skill: r.delta for r in rep.skills if r.skill},
+                          scenarios={r.scenario: r.delta for r in rep.scenarios if r.scenario})

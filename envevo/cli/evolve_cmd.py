@@ -89,6 +89,8 @@ def evolve(
     ray_address: o.RayAddress = None,
     max_sandboxes: o.MaxSandboxes = None,
     start_rate: o.StartRate = None,
+    target_weakness: o.TargetWeakness = None,
+    target_agent: o.TargetAgent = None,
 ) -> None:
     """Evolve each seed into a lineage of harder, verified generations."""
     from envevo.evolve import evolve as run_evolve
@@ -107,6 +109,17 @@ def evolve(
     settings = settings_with_options(llm_config, model, base_url, api_key_env, role_model, max_cost, max_tokens,
                                      price, record, replay) if llm else None
     engine, checks = make_engine(engine_name, settings, env=env, rubric_files=rubric)
+    if target_weakness is not None or target_agent is not None:
+        from envevo.cli.difficulty_cmd import weakness_target
+
+        if target_weakness is None:
+            raise UserError("--agent names whose weakness to target; give the run of its rollouts with --target-weakness RUN")
+        if engine_name != "procedural":
+            raise UserError("--target-weakness steers the procedural engine only; use --engine procedural or drop it")
+        engine.target = weakness_target(target_weakness, target_agent)
+        err.print(f"targeting the weakness of {engine.target.agent}: "
+                  + (", ".join(f"{k} δ={v:.2f}" for k, v in engine.target.weakest()) or "no δ > 0 yet (untargeted)"),
+                  markup=False, highlight=False)
     if llm:
         asyncio.run(engine.preflight())  # a missing key or a dead endpoint: one line, before any work
     given = EvolveConfig(

@@ -158,7 +158,7 @@ def stats(
     runs: Annotated[list[Path], typer.Argument(help="One or more run directories; their lineages are pooled.")],
     json_out: o.Json = False,
 ) -> None:
-    """Mutation rates per generation and component (the paper's Figure 4), their means, and rates per direction."""
+    """Mutation rates per generation and component (the paper's Figure 4), their means, and rates per direction and effort."""
     from envevo.analysis import RATE_COMPONENTS, mutation_rates
 
     result = mutation_rates(runs)
@@ -192,6 +192,17 @@ def stats(
         for d in result.by_direction:
             by_dir.add_row(d.direction, str(d.n), *(_pct(d.rates[c]) for c in RATE_COMPONENTS), _pct(d.total))
         out.print(by_dir)
+    if result.by_direction_effort:
+        by_effort = Table(title="by direction and effort (pooled over generations)", title_justify="left")
+        by_effort.add_column("direction")
+        by_effort.add_column("effort")
+        by_effort.add_column("n", justify="right")
+        for c in RATE_COMPONENTS:
+            by_effort.add_column(c, justify="right")
+        by_effort.add_column("total", justify="right")
+        for r in result.by_direction_effort:
+            by_effort.add_row(r.direction, r.effort, str(r.n), *(_pct(r.rates[c]) for c in RATE_COMPONENTS), _pct(r.total))
+        out.print(by_effort)
 
 
 class ExportFormat(StrEnum):

@@ -15,6 +15,7 @@ from envevo.rollout._exact import (
                                   step_outcome,
                                   task_expectation,
 )
+from envevo.rollout._pool import POOL_FILE, seed_pool
 from envevo.rollout._profiles import (
                                       CALIBRATION_SEEDS,
                                       CALIBRATION_TARGETS,
@@ -56,6 +57,7 @@ __all__ = [
     "read_episodes",
     "task_expectation",
     "step_outcome",
+    "POOL_FILE",
     "PROFILES",
     "SIM_AGENT",
     "SIM_MODEL",
@@ -77,6 +79,7 @@ __all__ = [
     "profile",
     "rollout",
     "rollout_reasons",
+    "seed_pool",
     "run_rollouts",
     "run_targets",
     "select_seeds",

@@ -41,8 +41,10 @@ def test_the_shipped_script_is_the_runner_with_the_task_spec():
     spec = "SPEC = [{'op': 'write', 'path': '/app/a.txt', 'text': 'x\\n', 'mode': 420}, {'op': 'mkdir', 'path': '/app/d', 'mode': 493}]\n"
     assert text == runner.replace(F.SPEC_LINE, spec)
     assert text.startswith("#!/usr/bin/env python3\n")
-    task = compose(random_chain("backup-recovery", 3, 5))
-    assert task.read_text("environment/fixtures.py").startswith(runner.split(F.SPEC_LINE)[0] + "SPEC = [{'op': ")
+    chain = random_chain("backup-recovery", 3, 5)
+    task = compose(chain)
+    for step in chain.steps:  # one copy of the runner per step, named by its scenario
+        assert task.read_text(f"environment/fixtures/{step.scenario}.py").startswith(runner.split(F.SPEC_LINE)[0] + "SPEC = [{'op': ")
 
 
 def test_ops_are_typed_and_round_trip_through_their_discriminator():

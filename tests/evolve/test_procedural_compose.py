@@ -38,7 +38,8 @@ def _chain(*pairs, seed=1):
 def test_composed_task_is_a_complete_harbor_task(tmp_path):
     chain = random_chain("data-reconciliation", 4, 5)
     task = load_task(write_task(chain, tmp_path / "t"))
-    for path in ("instruction.md", "environment/Dockerfile", "environment/fixtures.py", "solution/solve.sh",
+    fixtures = tuple(f"environment/fixtures/{s.scenario}.py" for s in chain.steps)
+    for path in ("instruction.md", "environment/Dockerfile", *fixtures, "solution/solve.sh",
                  "tests/test.sh", "tests/test_outputs.py"):
         assert task.has(path), path
     assert task.files["solution/solve.sh"].executable and task.files["tests/test.sh"].executable

@@ -7,13 +7,14 @@ answer. The stream is the step's own, so the result is deterministic.
 
 from __future__ import annotations
 
+import copy
 import random
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from envevo.catalog import _fixtures as F
 from envevo.catalog._kinds import (
@@ -55,6 +56,7 @@ class Block(BaseModel):
     checks: list[dict[str, Any]]
     produces: list[str] = Field(description="every path the agent must create or change")
     wrong_differs: bool = Field(description="whether generation made sure the wrong variant gives another answer")
+    _inst: Inst | None = PrivateAttr(default=None)  # the scenario instance the fixtures render (pins reuse it)
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,26 @@ class Skill:
             return self._finish(sc, io, draft)
         raise RuntimeError(f"cannot generate a meaningful {self.id} block on {sc.id} with input {io.in_keys}")
 
+    def build_on(self, sc: Scenario, io: StepIO, rng: random.Random, origin: Block) -> Block:
+        """A block asking its own question of `origin`'s fixtures, which it keeps byte for byte.
+
+        Only strict draws count (a pinned block is as demanding as a fresh one), and a draw that would need other
+        fixtures (its own traps, a manifest, a tampered file) is discarded. RuntimeError when none fits: the
+        caller then draws the step afresh.
+        """
+        if origin._inst is None:
+            raise RuntimeError(f"block {origin.index + 1} carries no scenario instance to build on")
+        pinned = _Pinned(sc, origin._inst)
+        for _ in range(PINNED_ATTEMPTS):
+            try:
+                draft = self.attempt(pinned, io, rng, strict=True)  # type: ignore[arg-type]
+            except Exception:  # noqa: BLE001 - Retry, or a lookup of an input name the kept fixtures do not hold
+                continue  # (skills assume their own draw holds every input name); the caller falls back to a fresh one
+            block = self._finish(sc, io, draft)
+            if block.fixtures == origin.fixtures:
+                return block
+        raise RuntimeError(f"{self.id} on {sc.id} asks nothing meaningful of the kept fixtures with input {io.in_keys}")
+
     def attempt(self, sc: Scenario, io: StepIO, rng: random.Random, strict: bool) -> Draft:
         raise NotImplementedError
 
@@ -132,7 +154,7 @@ class Skill:
         pre = [f"mkdir -p {io.out_path.rsplit('/', 1)[0]}"]
         if not io.first:
             pre.append(keys_prelude(io.in_kind, io.in_path, io.keys))
-        return Block(
+        block = Block(
             index=io.index, scenario=sc.id, skill=self.id, in_kind=io.in_kind, out_kind=self.out, in_path=io.in_path,
             out_path=io.out_path, fixtures=_adjust(sc.render(d.inst), d) + d.extra_ops, instruction=d.requirement,
             oracle_sh="\n".join(pre + [d.oracle.strip()]), wrong_sh="\n".join(pre + [d.wrong.strip()]),
@@ -140,6 +162,27 @@ class Skill:
             checks=d.checks + [output_check(self.out, io.out_path, d.value)],
             produces=d.produces + [io.out_path], wrong_differs=d.wrong_differs,
         )
+        block._inst = d.inst
+        return block
+
+
+# Strict draws tried on kept fixtures before the step is drawn afresh.
+PINNED_ATTEMPTS = 60
+
+
+class _Pinned:
+    """A scenario whose `make` hands out copies of one kept instance. It still runs the real draw first, so the
+    random stream advances as in a fresh build: with unchanged inputs, a pinned step asks the same question."""
+
+    def __init__(self, sc: Scenario, inst: Inst):
+        self._sc, self._inst = sc, inst
+
+    def make(self, rng: random.Random, *args: Any, **kw: Any) -> Inst:
+        self._sc.make(rng, *args, **kw)
+        return copy.deepcopy(self._inst)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sc, name)
 
 
 def _adjust(ops: list[F.Op], d: Draft) -> list[F.Op]:

@@ -31,6 +31,7 @@ from envevo.evolve.engines.procedural._compose import compose, solve_script, wri
 from envevo.evolve.engines.procedural._engine import ProceduralEngine
 from envevo.evolve.engines.procedural._operators import candidates, mutate
 from envevo.evolve.engines.procedural._quality import quality_check
+from envevo.evolve.engines.procedural._target import WeaknessTarget
 
 __all__ = [
     "GOAL_CATEGORIES",
@@ -43,6 +44,7 @@ __all__ = [
     "ChainStep",
     "Kind",
     "ProceduralEngine",
+    "WeaknessTarget",
     "block_snippets",
     "build_blocks",
     "candidates",

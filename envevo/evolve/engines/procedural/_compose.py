@@ -1,4 +1,4 @@
-"""Compose a chain into a real Harbor task: Dockerfile + fixture script, instruction, solve.sh, tests, task.toml."""
+"""Compose a chain into a real Harbor task: Dockerfile + per-step fixture scripts, instruction, solve.sh, tests, task.toml."""
 
 from __future__ import annotations
 
@@ -10,17 +10,24 @@ from envevo.catalog import GOAL_CATEGORIES, SCENARIOS, SKILLS, TOOLS, Block, Cha
 from envevo.evolve.engines.procedural._testgen import TEST_SH, test_outputs, verifier_config
 from envevo.task import Task, save
 
-FIXTURE_SCRIPT = "fixtures.py"
+# One fixture script per step, named by its scenario (unique in a chain), so an edit rewrites only the scripts of
+# the steps whose fixtures it changes; the scenarios' paths are disjoint, so the scripts' order does not matter.
+FIXTURE_DIR = "fixtures"
 
 DOCKERFILE = f"""# Procedural envevo task. The tool layer is the same for every procedural task: the image gives no hint
 # which skills a task needs, and the layer is built once and cached for all of them.
 FROM debian:bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends {" ".join(TOOLS)} && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
-# Fixtures are generated inside the build by a script that is removed in the same step.
-COPY {FIXTURE_SCRIPT} /tmp/{FIXTURE_SCRIPT}
-RUN python3 /tmp/{FIXTURE_SCRIPT} && rm -f /tmp/{FIXTURE_SCRIPT}
+# Fixtures are generated inside the build, one script per step, by scripts removed in the same step.
+COPY {FIXTURE_DIR}/ /tmp/{FIXTURE_DIR}/
+RUN set -e; for f in /tmp/{FIXTURE_DIR}/*.py; do python3 "$f"; done; rm -rf /tmp/{FIXTURE_DIR}
 """
+
+
+def fixture_path(scenario: str) -> str:
+    """The task path of one step's fixture script."""
+    return f"environment/{FIXTURE_DIR}/{scenario}.py"
 
 
 def solve_script(chain: Chain, wrong: frozenset[int] | set[int] = frozenset(), blocks: list[Block] | None = None) -> str:
@@ -49,11 +56,11 @@ def instruction(chain: Chain, blocks: list[Block]) -> str:
 def compose(chain: Chain) -> Task:
     """The Harbor task for a chain. Deterministic: the same chain always gives the same content hash."""
     blocks = build_blocks(chain)
-    fixtures = [op for b in blocks for op in b.fixtures]
     checks = [c for b in blocks for c in b.checks]
     task = Task()
     task.write("environment/Dockerfile", DOCKERFILE)
-    task.write(f"environment/{FIXTURE_SCRIPT}", fixture_script(fixtures), executable=False)
+    for b in blocks:
+        task.write(fixture_path(b.scenario), fixture_script(b.fixtures), executable=False)
     task.write("instruction.md", instruction(chain, blocks))
     task.write("solution/solve.sh", solve_script(chain, blocks=blocks), executable=True)
     task.write("tests/test.sh", TEST_SH, executable=True)
@@ -72,7 +79,7 @@ def compose(chain: Chain) -> Task:
             "category": chain.category,
             "tags": ["envevo", "procedural", *scen, *skills],
             "envevo": {"engine": ENGINE, "goal": chain.goal, "category": chain.category,
-                       "trace": chain.trace().model_dump(mode="json"), "chain": chain.model_dump(mode="json")},
+                       "trace": chain.trace().model_dump(mode="json"), "chain": chain.model_dump(mode="json", exclude_none=True)},
         },
         "verifier": {"timeout_sec": 180.0, "environment_mode": "separate", **({"collect": collect} if collect else {})},
         "agent": {"timeout_sec": float(600 + 300 * chain.L)},

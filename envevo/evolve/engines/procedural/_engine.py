@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from envevo.catalog import CatalogPrior, Chain, build_blocks, chain_from_task, chain_problems, derive_seed
 from envevo.evolve._engine import CriterionVerdict, GenerationContext, Proposal, Review
 from envevo.evolve.engines.procedural._compose import compose
-from envevo.evolve.engines.procedural._operators import mutate
+from envevo.evolve.engines.procedural._operators import apply_pairs, mutate
+from envevo.evolve.engines.procedural._residual import residual
+from envevo.evolve.engines.procedural._target import WeaknessTarget
 from envevo.task import Task
 from envevo.trace import Direction, Effort, Trace, check_direction, check_effort, edit_spans
 
@@ -22,8 +25,9 @@ class ProceduralEngine:
 
     name = "procedural"
 
-    def __init__(self, prior: CatalogPrior | None = None):
+    def __init__(self, prior: CatalogPrior | None = None, target: WeaknessTarget | None = None):
         self.prior = prior or CatalogPrior()
+        self.target = target  # weakness-targeted evolution: prefer edits that raise this agent's δ_θ
 
     def reference(self) -> CatalogPrior:
         return self.prior
@@ -34,7 +38,7 @@ class ProceduralEngine:
     async def propose(self, task: Task, trace: Trace, direction: Direction, effort: Effort, feedback: list[str],
                       ctx: GenerationContext) -> Proposal | None:
         chain = chain_from_task(task)
-        new = mutate(chain, direction, effort, ctx.rng, self.prior)
+        new = mutate(chain, direction, effort, ctx.rng, self.prior, self.target)
         if new is None:
             return None
         before, after = chain.trace(), new.trace()
@@ -42,12 +46,18 @@ class ProceduralEngine:
         edits: list[dict[str, Any]] = [{"op": tag, "before": [s.model_dump() for s in before.steps[i1:i2]],
                   "after": [s.model_dump() for s in after.steps[j1:j2]], "at": i1}
                  for tag, i1, i2, j1, j2 in edit_spans(before, after)]
+        targeted = {}
+        if self.target is not None:
+            targeted = {"target": {"agent": self.target.agent, "model": self.target.model, "source": self.target.source,
+                                   "delta_before": self.target.total(chain.pairs()),
+                                   "delta_after": self.target.total(new.pairs())}}
         summary = (f"{Direction(direction).value}/{Effort(effort).value}: " +
                    "; ".join(f"{e['op']} at {e['at'] + 1}: {[tuple(s.values()) for s in e['before']]} -> "
                              f"{[tuple(s.values()) for s in e['after']]}" for e in edits)
                    + f" (D_T {d0.D_T:.2f} -> {d1.D_T:.2f})")
         return Proposal(direction=direction, effort=effort, before=before, after=after, summary=summary,
-                        plan={"chain": new.model_dump(mode="json"), "edits": edits, "D_T_before": d0.D_T, "D_T_after": d1.D_T})
+                        plan={"chain": new.model_dump(mode="json", exclude_none=True), "edits": edits,
+                              "residual": residual(chain, new), "D_T_before": d0.D_T, "D_T_after": d1.D_T, **targeted})
 
     async def review(self, task: Task, proposal: Proposal, ctx: GenerationContext) -> Review:
         criteria: list[CriterionVerdict] = []
@@ -83,9 +93,11 @@ class ProceduralEngine:
     async def modify(self, task: Task, proposal: Proposal, feedback: list[str], ctx: GenerationContext) -> Task:
         chain = Chain.model_validate({k: v for k, v in proposal.plan["chain"].items() if k != "final"})
         if feedback:
-            # A failed verification asks for another draw of the edited steps, not another edit.
-            old = set(chain_from_task(task).steps)
-            chain = chain.with_steps(
-                s if s in old else s.model_copy(update={"seed": derive_seed(s.seed, "retry", len(feedback))})
-                for s in chain.steps)
+            # A failed verification asks for another draw of the edited steps, not another edit: the same pairs,
+            # with fresh seeds for the new ones (kept steps and kept fixtures stay as they are).
+            parent = chain_from_task(task)
+            try:
+                chain = apply_pairs(parent, chain.pairs(), random.Random(derive_seed(chain.seed, "retry", len(feedback))))
+            except RuntimeError:
+                pass  # no other draw generates; verify the planned one again
         return compose(chain)

@@ -14,22 +14,25 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from difflib import SequenceMatcher
 
 from envevo.catalog import (
     SCENARIOS,
     SKILLS,
+    Block,
     CatalogPrior,
     Chain,
     ChainStep,
     Kind,
     build_blocks,
+    build_step,
     compatible,
     derive_seed,
     pairs_problems,
+    pin_of,
     scenarios_for,
     skills_for,
 )
+from envevo.evolve.engines.procedural._target import WeaknessTarget
 from envevo.trace import Direction, Effort, Step, Trace, check_direction, check_effort
 
 Pairs = list[tuple[str, str]]
@@ -159,20 +162,72 @@ def candidates(chain: Chain, direction: Direction | str, effort: Effort | str, r
     return [(new, gain) for new, gain in pool if _valid(chain, new, direction, effort)]
 
 
+# Seed draws tried for an edit's new steps, looking for one whose data lets every later step keep its fixtures.
+_RESIDUAL_DRAWS = 4
+
+
 def apply_pairs(chain: Chain, new: Pairs, rng: random.Random) -> Chain:
-    """The chain with these pairs: unchanged positions keep their seeds, new ones get fresh derived seeds."""
-    sm = SequenceMatcher(a=chain.pairs(), b=new, autojunk=False)
-    keep = {}
-    for tag, i1, i2, j1, _ in sm.get_opcodes():
-        if tag == "equal":
-            keep.update({j1 + d: chain.steps[i1 + d].seed for d in range(i2 - i1)})
+    """The chain with these pairs, changed only where it must be (the residual edit).
+
+    A pair already in the chain keeps its seed. A step in a scenario the chain already had (a skill swap, or a
+    step whose input changed upstream) keeps that scenario's fixtures when its unchanged draw does not: it is
+    pinned to them and asks its question of them anew, unless nothing meaningful can be asked of them, in which
+    case it draws its own. New pairs get fresh seeds; a few draws are tried and the first that regenerates no
+    kept scenario's fixtures wins (else the one regenerating fewest). RuntimeError when no draw generates.
+    """
+    best: tuple[int, Chain] | None = None
+    for _ in range(_RESIDUAL_DRAWS):
+        try:
+            regenerated, out = _residual_draw(chain, new, rng)
+        except RuntimeError:
+            continue
+        if best is None or regenerated < best[0]:
+            best = (regenerated, out)
+        if regenerated == 0:
+            break
+    if best is None:
+        raise RuntimeError(f"no draw of {new} generates")
+    return best[1]
+
+
+def _residual_draw(chain: Chain, new: Pairs, rng: random.Random) -> tuple[int, Chain]:
+    """(how many kept scenarios had to draw new fixtures, the chain) for one seed draw of the new steps."""
+    old = {s.scenario: (i, s) for i, s in enumerate(chain.steps)}
     steps = []
-    for j, (sc, sk) in enumerate(new):
-        seed = keep.get(j)
-        if seed is None:
-            seed = derive_seed(chain.seed, "step", sc, sk, rng.randrange(1 << 30))
-        steps.append(ChainStep(scenario=sc, skill=sk, seed=seed))
-    return chain.with_steps(steps)
+    for sc, sk in new:
+        kept = old.get(sc)
+        if kept is not None and kept[1].skill == sk:
+            steps.append(kept[1])
+        else:
+            steps.append(ChainStep(scenario=sc, skill=sk, seed=derive_seed(chain.seed, "step", sc, sk, rng.randrange(1 << 30))))
+    out = chain.with_steps(steps)
+    if out == chain:
+        return 0, chain
+    old_blocks = build_blocks(chain)
+    prev, regenerated = None, 0
+    for t, step in enumerate(out.steps):
+        kept = old.get(step.scenario)
+        block = _try_step(out, t, prev)
+        if kept is not None and (block is None or block.fixtures != old_blocks[kept[0]].fixtures):
+            i = kept[0]
+            pinned = out.with_steps((*out.steps[:t], step.model_copy(update={"pin": pin_of(chain, i, old_blocks[i - 1] if i else None)}),
+                                     *out.steps[t + 1:]))
+            on_kept = _try_step(pinned, t, prev)
+            if on_kept is not None:
+                out, block = pinned, on_kept
+            else:
+                regenerated += 1
+        if block is None:
+            raise RuntimeError(f"step {t + 1} ({step.skill} on {step.scenario}) cannot be generated")
+        prev = block
+    return regenerated, out
+
+
+def _try_step(chain: Chain, t: int, prev: Block | None) -> Block | None:
+    try:
+        return build_step(chain, t, prev)
+    except RuntimeError:
+        return None
 
 
 # Smaller edits are preferred (an edit's size is how many pairs it inserts or replaces); within a size,
@@ -181,16 +236,35 @@ _SIZE_WEIGHT = {1: 1.0, 2: 0.6, 3: 0.3}
 
 
 def mutate(chain: Chain, direction: Direction | str, effort: Effort | str, rng: random.Random,
-           prior: CatalogPrior | None = None) -> Chain | None:
+           prior: CatalogPrior | None = None, target: WeaknessTarget | None = None) -> Chain | None:
     """One exact edit of the chain that raises D_T, or None when this direction has none.
 
     The full checks (direction, effort, and that every block generates) run on the drawn candidate only;
     a failing draw is discarded and another one drawn, so the result stays a sample from the valid pool.
+    With a `target`, the edits that raise the target agent's Σδ_θ are drawn first, weighted by their d_θ gain
+    (D_T gain + Δδ); the others only when none of those is admissible.
     """
     direction, effort = Direction(direction), Effort(effort)
     old = chain.pairs()
+    pool = _proposals(chain, direction, effort, rng, prior or CatalogPrior())
+    tiers = [pool]
+    if target is not None:
+        base = target.total(old)
+        raised = [(new, gain + target.total(new) - base) for new, gain in pool if target.total(new) - base > 1e-9]
+        tiers = [raised, [(new, gain) for new, gain in pool if target.total(new) - base <= 1e-9]]
+    for tier in tiers:
+        edited = _draw(chain, tier, direction, effort, rng)
+        if edited is not None:
+            return edited
+    return None
+
+
+def _draw(chain: Chain, pool: list[tuple[Pairs, float]], direction: Direction, effort: Effort,
+          rng: random.Random) -> Chain | None:
+    """Draw from `pool` (edit, weight gain): the size first, then gain² within it, until one is admissible."""
+    old = chain.pairs()
     by_size: dict[int, list[tuple[Pairs, float]]] = {}
-    for new, gain in _proposals(chain, direction, effort, rng, prior or CatalogPrior()):
+    for new, gain in pool:
         by_size.setdefault(_size(old, new), []).append((new, gain))
     while by_size:
         sizes = sorted(by_size)
@@ -202,10 +276,8 @@ def mutate(chain: Chain, direction: Direction | str, effort: Effort | str, rng: 
             del by_size[size]
         if not _valid(chain, new_pairs, direction, effort):
             continue
-        edited = apply_pairs(chain, new_pairs, rng)
         try:
-            build_blocks(edited)
+            return apply_pairs(chain, new_pairs, rng)
         except RuntimeError:
             continue  # this combination cannot be generated meaningfully; draw another
-        return edited
     return None
