@@ -1,13 +1,15 @@
 # The README's two commands: `make demo` (set up, then run the main job offline) and `make test`.
 VENV   := .venv
 RLVENV := .venv-rl
+SKYVENV := .venv-skyrl
+TORCHVENV := .venv-torch
 PY     := $(VENV)/bin/python
 ENVEVO := $(VENV)/bin/envevo
 SEEDS  := examples/seeds
 DEMO   := runs/demo
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: venv rl-venv sandbox demo verify-seeds lint test test-fast clean
+.PHONY: venv rl-venv skyrl-venv sandbox demo verify-seeds lint test test-fast clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || "$$(scripts/find-python)" -m venv $(VENV)
@@ -19,18 +21,35 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
-# The trainer adapters' tests need torch, trl, verifiers and verl, which cannot share a venv with Harbor.
-$(RLVENV)/.installed: pyproject.toml scripts/rl-requirements
-	test -x $(RLVENV)/bin/python || "$$(scripts/find-python)" -m venv $(RLVENV)
-	$(RLVENV)/bin/python -m pip install -q --upgrade pip
-	$(RLVENV)/bin/python -m pip install -q --no-deps -e .
-	scripts/rl-requirements > $(RLVENV)/requirements.txt
-	$(RLVENV)/bin/python -m pip install -q -r $(RLVENV)/requirements.txt
-	# verl 0.7.1 is the last release with AbstractCurriculumSampler; it declares numpy<2 but runs on numpy 2.
-	$(RLVENV)/bin/python -m pip install -q --no-deps verl==0.7.1
+# The trainer adapters' tests need torch, trl, verifiers, verl and SkyRL, which cannot share a venv with Harbor, nor
+# verl with SkyRL. torch (~3 GB) is installed once, in $(TORCHVENV); each adapter venv sees it through a .pth file.
+$(TORCHVENV)/.installed:
+	test -x $(TORCHVENV)/bin/python || "$$(scripts/find-python)" -m venv $(TORCHVENV)
+	$(TORCHVENV)/bin/python -m pip install -q --upgrade pip
+	$(TORCHVENV)/bin/python -m pip install -q 'torch>=2.6'
 	touch $@
 
+# $(call adapter-venv,DIR,EXTRA): envevo (no Harbor, no pydantic-ai) + the dev extra + the trainer extra EXTRA.
+define adapter-venv
+	test -x $(1)/bin/python || "$$(scripts/find-python)" -m venv $(1)
+	$(TORCHVENV)/bin/python -c 'import site; print(site.getsitepackages()[0])' \
+	  > $$($(1)/bin/python -c 'import site; print(site.getsitepackages()[0])')/envevo-torch.pth
+	$(1)/bin/python -m pip install -q --upgrade pip
+	$(1)/bin/python -m pip install -q --no-deps -e .
+	scripts/rl-requirements $(2) > $(1)/requirements.txt
+	$(1)/bin/python -m pip install -q -r $(1)/requirements.txt
+	touch $(1)/.installed
+endef
+
+$(RLVENV)/.installed: pyproject.toml scripts/rl-requirements $(TORCHVENV)/.installed
+	$(call adapter-venv,$(RLVENV),rl)
+
+$(SKYVENV)/.installed: pyproject.toml scripts/rl-requirements $(TORCHVENV)/.installed
+	$(call adapter-venv,$(SKYVENV),skyrl)
+
 rl-venv: $(RLVENV)/.installed
+
+skyrl-venv: $(SKYVENV)/.installed
 
 # Podman + runc + compose + containers.conf + the seeds' base images; seconds when already in place.
 sandbox: venv
@@ -52,13 +71,14 @@ lint: venv
 	$(VENV)/bin/ruff check envevo tests benchmarks scripts
 	$(VENV)/bin/mypy
 
-test: lint sandbox rl-venv
+test: lint sandbox rl-venv skyrl-venv
 	$(PY) -m pytest -q
-	ENVEVO_RL_TESTS=1 $(RLVENV)/bin/python -m pytest -q tests/schedule/test_adapters_*.py
+	ENVEVO_RL_TESTS=1 $(RLVENV)/bin/python -m pytest -q tests/schedule/test_adapters_verl.py tests/schedule/test_adapters_trl.py tests/schedule/test_adapters_prime_rl.py
+	ENVEVO_RL_TESTS=1 $(SKYVENV)/bin/python -m pytest -q tests/schedule/test_adapters_skyrl.py
 
 # Everything but the tests that start containers.
 test-fast: venv
 	$(PY) -m pytest -q -m 'not sandbox'
 
 clean:
-	rm -rf $(VENV) $(RLVENV) jobs runs .pytest_cache
+	rm -rf $(VENV) $(RLVENV) $(SKYVENV) $(TORCHVENV) jobs runs .pytest_cache

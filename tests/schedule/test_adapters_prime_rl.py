@@ -1,16 +1,25 @@
-"""prime-rl's TaskSampler protocol over real verifiers.v1 tasks and episodes."""
+"""prime-rl's TaskSampler protocol over real verifiers.v1 tasks and episodes, and — with ENVEVO_PRIME_RL_SRC naming a
+prime-rl checkout (prime-rl is not on PyPI) — inside prime-rl's own Curriculum, with its admission gate."""
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 import uuid
+from pathlib import Path
 
 import pytest
 
 vf = pytest.importorskip("verifiers.v1", reason="install the rl extra: pip install -e '.[rl]'")
 
+PRIME_RL = os.environ.get("ENVEVO_PRIME_RL_SRC")
+if PRIME_RL:  # before the adapter is imported: it subclasses prime-rl's TaskSampler when it can
+    sys.path[:0] = [str(Path(PRIME_RL) / "src"), str(Path(PRIME_RL) / "packages" / "prime-rl-configs" / "src")]
+
 from envevo.schedule import ScheduleError, make_scheduler, synthetic_lineages  # noqa: E402
 from envevo.schedule.adapters.prime_rl import EnvevoTaskSampler  # noqa: E402
+from tests.schedule._trainer_support import rl_export, snippet  # noqa: E402
 
 B = 8
 
@@ -109,3 +118,39 @@ def test_a_scheduler_spec_with_extensions_plugs_in():
     for _ in range(4):  # patience 4 at 0/8 defers the environment: the lineage is not blocked
         s.observe(_group(t, 0))
     assert s.last.deferred
+
+
+def _prime_rl():
+    if not PRIME_RL:
+        pytest.skip("prime-rl is not on PyPI: set ENVEVO_PRIME_RL_SRC to a prime-rl checkout to run this test")
+    from prime_rl.configs.orchestrator import AdvRangeGateConfig, CurriculumConfig
+    from prime_rl.orchestrator.curriculum import Curriculum, TaskSampler
+
+    return Curriculum, CurriculumConfig(gates={"adv": AdvRangeGateConfig()}), TaskSampler
+
+
+def test_inside_prime_rls_own_curriculum_with_its_gate(tmp_path):
+    Curriculum, config, TaskSampler = _prime_rl()
+    export = rl_export(tmp_path, lineages=3, generations=2)
+    import pyarrow.parquet as pq
+
+    tasks = [vf.Task(vf.TaskData(name=r["env_id"], prompt=r["prompt"][0]["content"]))
+             for r in pq.read_table(export / "index.parquet").to_pylist()]
+
+    def documented(tasks):
+        curriculum = Curriculum(config, tasks)  # what prime-rl's TrainSource builds per env
+        ns = {"curriculum": curriculum, "tasks": tasks}
+        exec(snippet("prime-rl").replace("runs/demo/run", str(tmp_path / "run")), ns)  # noqa: S102 - our docs
+        return curriculum
+
+    cur = documented(tasks)
+    assert isinstance(cur.sampler, EnvevoTaskSampler) and isinstance(cur.sampler, TaskSampler)
+    t = next(cur.sampler)
+    assert t.data.name.endswith("__g01")  # from_run schedules verified versions: this run's seeds are not
+    assert cur.on_result(_group(t, 8)) is True  # prime-rl observes, then asks its gates (no advantages: admit)
+    assert cur.sampler.last.advanced
+    assert cur.metrics()["sampler/observed"] == 1.0
+    state = json.loads(json.dumps(cur.state_dict()))  # prime-rl's orchestrator checkpoint holds this
+    again = documented(tasks)
+    again.load_state_dict(state)
+    assert [next(cur.sampler).key for _ in range(4)] == [next(again.sampler).key for _ in range(4)]

@@ -1,6 +1,9 @@
-"""TRL: the scheduler-driven RepeatSampler layout, and a real (tiny, CPU) GRPOTrainer run feeding rewards back."""
+"""TRL: the scheduler-driven RepeatSampler layout, HarborSpec loading the rl export, and a real (tiny, CPU)
+GRPOTrainer run on it feeding rewards back."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +15,7 @@ from trl.trainer.utils import RepeatSampler  # noqa: E402
 from envevo.schedule import ScheduleError, make_scheduler, synthetic_lineages  # noqa: E402
 from envevo.schedule.adapters import lineages_from_rows, observe_groups  # noqa: E402
 from envevo.schedule.adapters.trl import EnvevoGRPOTrainer, SchedulerRepeatSampler  # noqa: E402
+from tests.schedule._trainer_support import rl_export, snippet, tiny_gpt2  # noqa: E402
 
 
 def _rows(pool):
@@ -54,38 +58,46 @@ def test_feedback_is_identical_whatever_the_rank_and_rejects_mixed_groups():
         lineages_from_rows([{"env_id": "x"}])
 
 
-def _tiny_model_and_tokenizer(words):
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+def _documented_dataset(export):
+    """docs/trainers.md's TRL snippet up to the dataset (the rest needs a hub model and Harbor in-process)."""
+    src = snippet("trl").replace("runs/demo/rl", str(export))
+    ns: dict = {}
+    exec(src[: src.index("args = ")], ns)  # noqa: S102 - our own docs
+    return ns["spec"], ns["dataset"]
 
-    vocab = {w: i for i, w in enumerate(["[PAD]", "[UNK]", "[EOS]", *sorted(set(words))])}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    hf = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", eos_token="[EOS]")
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=len(vocab), n_embd=16, n_layer=1, n_head=2, n_positions=64,
-                                       bos_token_id=2, eos_token_id=2, pad_token_id=0))
-    return model, hf
+
+def test_harbor_spec_loads_the_export_and_the_scheduler_reads_its_rows(tmp_path):
+    export = rl_export(tmp_path, lineages=3, generations=2)
+    spec, ds = _documented_dataset(export)
+    assert len(ds) == 6 and {"prompt", "task_dir", "env_id", "lineage", "generation"} <= set(ds.column_names)
+    assert all(Path(d).name == e for d, e in zip(ds["task_dir"], ds["env_id"], strict=True))
+    sampler = SchedulerRepeatSampler(ds["env_id"], make_scheduler("el", lineages_from_rows(ds.to_list()),
+                                                                  group_size=8), mini_repeat_count=8)
+    assert all(ds[i]["env_id"].endswith("__g00") for i in list(sampler)[:24])
 
 
 @pytest.mark.timeout(600)
 def test_real_grpo_trainer_serves_the_curriculum_and_observes_every_group(tmp_path):
     from trl import GRPOConfig
 
-    pool = synthetic_lineages(3, 2, seed=5)
-    rows = _rows(pool)
-    words = [w for r in rows for w in r["prompt"].split()] + ["a", "b"]
-    model, tok = _tiny_model_and_tokenizer(words)
+    export = rl_export(tmp_path, lineages=3, generations=2)
+    _, ds = _documented_dataset(export)
+    # HarborSpec leaves the prompt empty (its Harbor env adds the instruction on reset); without Harbor in this
+    # venv the instruction goes into the prompt and a reward function scores the completion.
+    ds = ds.map(lambda r: {"prompt": [{"role": "user", "content": Path(r["task_dir"], "instruction.md").read_text()}]})
+    words = [w for p in ds["prompt"] for w in p[0]["content"].split()] + ["a", "b"]
+    model, tok = tiny_gpt2(words)
     seen: list[str] = []
 
     def reward(completions, env_id, **kw):  # the dataset column arrives as a reward kwarg
         seen.extend(env_id)
         return [1.0] * len(completions)  # every rollout passes: EL must advance each served environment
 
-    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=4, num_generations=4,
+    args = GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=4, num_generations=4,
                       max_completion_length=3, max_steps=3, report_to=[], use_cpu=True, logging_steps=1,
                       save_strategy="no", seed=0, dataloader_num_workers=0)
     trainer = EnvevoGRPOTrainer(model=model, processing_class=tok, reward_funcs=reward, args=args,
-                                train_dataset=Dataset.from_list(rows), scheduler="el")
+                                train_dataset=ds, scheduler="el")
     trainer.train()
     obs = trainer.curriculum_observations
     assert len(obs) == 3  # one group (generation batch 4 = one environment x 4) per step

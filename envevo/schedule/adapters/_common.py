@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from envevo.schedule._base import Observation, Scheduler, make_scheduler
@@ -48,6 +49,19 @@ def lineages_from_rows(rows: Iterable[Mapping[str, Any]]) -> list[EnvRecord]:
     return list(seen.values())  # grouped by lineage by normalize_lineages
 
 
+def read_export_index(export_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The rows of ``OUT/index.parquet`` (``env_id``, ``lineage``, ``generation``, ``D_T``, ``task_dir``) of an
+    ``envevo export RUN --format rl --out OUT`` folder."""
+    from envevo.schedule._export import RL_INDEX
+
+    index = Path(export_dir).expanduser() / RL_INDEX
+    if not index.is_file():
+        raise ScheduleError(f"{index.parent} has no {RL_INDEX}; write it with `envevo export RUN --format rl --out DIR`")
+    import pyarrow.parquet as pq
+
+    return pq.read_table(index, columns=[ENV_ID, LINEAGE, GENERATION, D_T, "task_dir"]).to_pylist()  # type: ignore[no-any-return]
+
+
 def build_scheduler(
     scheduler: Scheduler | str = "el",
     *,
@@ -70,6 +84,33 @@ def build_scheduler(
     else:
         raise ScheduleError("build_scheduler needs a scheduler, a run directory or dataset rows")
     return make_scheduler(str(scheduler), lineages, seed=seed, group_size=group_size, **options)
+
+
+class BatchDraws:
+    """A scheduler's choices handed out one at a time, drawn ``batch`` at once.
+
+    Dataset-driven trainers (verl, SkyRL) fetch items one by one; ``scheduler.next(1)`` each time would serve the
+    front environment again and again until it is observed. Drawing ``next(batch)`` when the queue runs dry gives a
+    batch the scheduler's whole window of distinct environments, chosen with everything observed so far."""
+
+    def __init__(self, scheduler: Scheduler, batch: int) -> None:
+        if batch < 1:
+            raise ScheduleError(f"a batch of draws needs at least one environment, got {batch}")
+        self.scheduler = scheduler
+        self.batch = int(batch)
+        self.queue: list[str] = []
+
+    def __call__(self) -> str:
+        if not self.queue:
+            self.queue = self.scheduler.next(self.batch)
+        return self.queue.pop(0)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"batch": self.batch, "queue": list(self.queue), "scheduler": self.scheduler.state_dict()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.scheduler.load_state_dict(dict(state["scheduler"]))
+        self.batch, self.queue = int(state["batch"]), [str(e) for e in state["queue"]]
 
 
 def row_positions(env_ids: Sequence[str], scheduler: Scheduler) -> dict[str, int]:

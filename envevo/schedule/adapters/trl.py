@@ -19,7 +19,9 @@ The train dataset holds one row per environment with a column ``env_id`` (its ex
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accelerate.utils import gather_object
@@ -31,7 +33,30 @@ if TYPE_CHECKING:
 
 from envevo.schedule._base import Observation, Scheduler
 from envevo.schedule._records import ScheduleError
-from envevo.schedule.adapters._common import ENV_ID, build_scheduler, observe_groups, row_positions
+from envevo.schedule.adapters._common import (
+    ENV_ID,
+    GENERATION,
+    LINEAGE,
+    build_scheduler,
+    observe_groups,
+    read_export_index,
+    row_positions,
+)
+
+
+def harbor_train_dataset(spec: Any, export_dir: str | os.PathLike[str]) -> Any:
+    """TRL's ``HarborSpec(OUT).train_dataset`` of an rl export, with the columns the scheduler reads (``env_id``,
+    ``lineage``, ``generation``, ``D_T``) joined from ``OUT/index.parquet`` by task directory name."""
+    by_name = {str(r[ENV_ID]): r for r in read_export_index(export_dir)}
+    ds = spec.train_dataset
+    names = [Path(d).name for d in ds["task_dir"]]
+    missing = [n for n in names if n not in by_name]
+    if missing:
+        raise ScheduleError(f"HarborSpec task(s) {missing[:3]} are not in {export_dir}'s index; "
+                            "give HarborSpec the export folder itself")
+    for col in (ENV_ID, LINEAGE, GENERATION, "D_T"):
+        ds = ds.add_column(col, [by_name[n][col] for n in names])
+    return ds
 
 
 class SchedulerRepeatSampler(Sampler[int]):
@@ -141,4 +166,4 @@ class EnvevoGRPOTrainer(GRPOTrainer):
             self.scheduler.load_state_dict(json.load(f))
 
 
-__all__ = ["EnvevoGRPOTrainer", "SchedulerRepeatSampler"]
+__all__ = ["EnvevoGRPOTrainer", "SchedulerRepeatSampler", "harbor_train_dataset"]
