@@ -11,7 +11,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from envevo.runtime._quota import backoff, is_provider_error, limiter, provider_wait
+from envevo.runtime._envs import EnvChoice
+from envevo.runtime._quota import backoff, is_provider_error, limiter, provider_wait, quota_active
 
 
 class StartRefused(Exception):
@@ -73,6 +74,22 @@ def quota_import_path(target: str) -> str:
 def __getattr__(name: str) -> type:
     if name not in _BASES:
         raise AttributeError(name)
-    if name not in _WRAPPED:
-        _WRAPPED[name] = _wrap(_base_class(_BASES[name]))
-    return _WRAPPED[name]
+    base = _base_class(_BASES[name])  # resolved each time: a registry entry may change (a test's fake, an extra)
+    wrapped = _WRAPPED.get(name)
+    if wrapped is None or wrapped.__bases__[0] is not base:
+        wrapped = _WRAPPED[name] = _wrap(base)
+    return wrapped
+
+
+def environment_config(choice: EnvChoice, env: str, extra: list[Any]) -> Any:
+    """Harbor's EnvironmentConfig for a trial's or a session's sandbox. A remote sandbox always goes through the
+    quota wrapper (provider backoff), a local one when a quota is set, so every sandbox of the run counts."""
+    from harbor.models.trial.config import EnvironmentConfig
+
+    target = choice.import_path or choice.harbor_type or env
+    if quota_active() or choice.engine is None:
+        return EnvironmentConfig(import_path=quota_import_path(target), extra_docker_compose=extra)
+    if choice.import_path:
+        return EnvironmentConfig(import_path=choice.import_path, extra_docker_compose=extra)
+    return EnvironmentConfig(type=choice.harbor_type, extra_docker_compose=extra)
+

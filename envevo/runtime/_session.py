@@ -73,17 +73,16 @@ def _environment(task_dir: Path, env: str, workdir: Path, network: bool | None):
     # Harbor is imported only when a session really starts.
     from harbor.environments.factory import EnvironmentFactory
     from harbor.models.task.config import NetworkMode, NetworkPolicy, TaskConfig
-    from harbor.models.trial.config import EnvironmentConfig as TrialEnvironmentConfig
     from harbor.models.trial.paths import TrialPaths
 
     from envevo.runtime import _cleanup
+    from envevo.runtime._quota_env import environment_config
 
     config = TaskConfig.model_validate_toml((task_dir / "task.toml").read_text())
     env_config = config.environment
     choice = resolve_env(env, task_dir)
     extra = [_cleanup.overlay_compose_file()] if choice.compose else []
-    trial_env = (TrialEnvironmentConfig(import_path=choice.import_path, extra_docker_compose=extra) if choice.import_path
-                 else TrialEnvironmentConfig(type=choice.harbor_type, extra_docker_compose=extra))
+    trial_env = environment_config(choice, env, extra)  # under the run's quota, like every trial's sandbox
     if network is None:
         policy = env_config.resolve_baseline()
     else:

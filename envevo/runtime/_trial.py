@@ -19,8 +19,8 @@ from envevo.runtime._harbor import (
 )
 from envevo.runtime._image_cache import ImageCache
 from envevo.runtime._outcome import ErrorKind, PhaseTimings, TrialOutcome, TrialSpec
-from envevo.runtime._quota import backoff, is_provider_error, provider_wait, quota_active
-from envevo.runtime._quota_env import quota_import_path
+from envevo.runtime._quota import backoff, is_provider_error, provider_wait
+from envevo.runtime._quota_env import environment_config
 
 # Harbor exception type names, grouped by what they say about the trial.
 _AGENT_TIMEOUT = {"AgentTimeoutError"}
@@ -106,13 +106,8 @@ def check_agent(spec: TrialSpec) -> None:
 def _environment_config(spec: TrialSpec) -> EnvironmentConfig:
     choice = resolve_env(spec.env, spec.task_dir)
     extra = [_cleanup.overlay_compose_file()] if (choice.compose if choice.import_path else choice.engine) else []
-    target = choice.import_path or choice.harbor_type or spec.env
-    if quota_active() or choice.engine is None:
-        # Quotas and provider backoff at every sandbox start (a remote provider's always, a local engine's when set).
-        return EnvironmentConfig(import_path=quota_import_path(target), extra_docker_compose=extra)
-    if choice.import_path:
-        return EnvironmentConfig(import_path=choice.import_path, extra_docker_compose=extra)
-    return EnvironmentConfig(type=choice.harbor_type, extra_docker_compose=extra)
+    config: EnvironmentConfig = environment_config(choice, spec.env, extra)
+    return config
 
 
 def trial_config(spec: TrialSpec) -> TrialConfig:

@@ -276,3 +276,21 @@ def test_run_tests_in_a_session_reads_reward_and_ctrf_from_logs_verifier(tmp_pat
     uploads = [target for _, target, _ in fake.uploads]
     assert uploads == ["/solution", "/tests"]
     assert Path(draft).is_dir()
+
+
+def test_a_session_on_a_cloud_environment_takes_a_slot_of_the_runs_sandbox_quota(daytona):
+    # --max-sandboxes caps every sandbox of a run: the Modifier's shell and the red team's sessions count too.
+    from envevo.runtime import open_session, set_quota
+
+    limiter = set_quota(max_sandboxes=1)
+    try:
+        async def main():
+            async with open_session(lf.SEED, "daytona") as session:
+                assert limiter.alive == 1
+                await session.exec("true")
+
+        run(main())
+        assert limiter.alive == 0 and limiter.starts == 1 and limiter.peak == 1
+        assert [e for e in daytona if e[0] == "start"] and daytona[-1] == ("stop", True)
+    finally:
+        set_quota()
