@@ -111,9 +111,12 @@ def _replay(task_dirs: list[Path]) -> dict:
         props = info.output_tools[0].parameters_json_schema.get("properties", {})
         if "after" not in props:  # extraction: one pair, quoted from the instruction
             line = next(ln for ln in state["task"].read_text("instruction.md").splitlines() if ln.strip())
+            evidence = [{"file": "instruction.md", "quote": line.strip()[:60]}]
+            pairs = [("the task's files", "what the instruction asks")]
+            if state.get("reextract"):  # the candidate's ξ, as planned (realizes_plan)
+                pairs.append(("the first step's output", "summarise it into a report"))
             return out(info, {"goal": "do what the instruction asks", "final": "the checked output",
-                              "steps": [{"scenario": "the task's files", "skill": "what the instruction asks",
-                                         "evidence": [{"file": "instruction.md", "quote": line.strip()[:60]}]}]})
+                              "steps": [{"scenario": sc, "skill": sk, "evidence": evidence} for sc, sk in pairs]})
         return out(info, {"rationale": "a dependent second step lengthens the chain by one pair",
                           "after": [{"scenario": "the task's files", "skill": "what the instruction asks"},
                                     {"scenario": "the first step's output", "skill": "summarise it into a report"}],
@@ -127,6 +130,13 @@ def _replay(task_dirs: list[Path]) -> dict:
         return out(info, {"criteria": [{"name": c.name, "reason": f"checked {c.name}", "verdict": "pass"}
                                        for c in rubric.criteria], "feedback": "Accept."})
 
+    def judge(messages, info):
+        rubric = state["engine"].task_rubric
+        asked = " ".join(str(getattr(p, "content", "")) for p in messages[-1].parts)
+        if hasattr(rubric, "for_seed") and "ξ′ the plan targets:" not in asked:  # a parent, judged as a seed
+            rubric = rubric.for_seed()
+        return verdicts(rubric, info)
+
     def modifier(messages, info):
         turn = state["turns"].pop(0)
         if turn is None:
@@ -136,7 +146,7 @@ def _replay(task_dirs: list[Path]) -> dict:
     models = {"proposer": model_for("proposer", proposer),
               "reviewer": model_for("reviewer", lambda m, i: verdicts(state["engine"].plan_rubric, i)),
               "modifier": model_for("modifier", modifier),
-              "judge": model_for("judge", lambda m, i: verdicts(state["engine"].task_rubric, i))}
+              "judge": model_for("judge", judge)}
 
     solve_out = "\n".join(f"[{i:02d}] processed record batch {i}: 128 rows, 0 errors" for i in range(40))
     test_out = ("============================= test session starts ==============================\n"
@@ -227,6 +237,11 @@ def _replay(task_dirs: list[Path]) -> dict:
         candidate = await engine.modify(task, proposal, feedback, ctx)
         report = await engine.judge().check(candidate, work / "draft-2")
         assert report.passed, report.reasons
+        if hasattr(engine, "plan_check"):  # since issue 15, ξ is re-extracted from the candidate (realizes_plan)
+            state["reextract"] = True
+            realized = await engine.plan_check().check(candidate, work / "draft-2")
+            state["reextract"] = False
+            assert realized.passed, realized.reasons
 
     with tempfile.TemporaryDirectory() as tmp:
         for i, d in enumerate(task_dirs):
