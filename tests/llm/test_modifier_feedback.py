@@ -30,8 +30,9 @@ def test_the_second_attempt_sees_the_failing_checks_and_fixes_the_candidate(sand
         return tool_calls(("write_file", {"path": "solution/solve.sh", "content": lf.new_solution()}))
 
     script = Script(**{
-        "proposer-extract": [final(lf.extraction())],
-        "judge": [final(lf.task_review()) for _ in range(3)],  # the seed, then each attempt
+        # the seed, then each attempt (realizes_plan re-extracts ξ from every candidate)
+        "proposer-extract": [final(lf.extraction()), final(lf.candidate_extraction()), final(lf.candidate_extraction())],
+        "judge": [final(lf.task_review()), final(lf.task_review(evolved=True)), final(lf.task_review(evolved=True))],
         "proposer-plan": [final(lf.plan(clarified=True))],
         "reviewer": [final(lf.plan_review(accept=True))],
         "modifier": [tool_calls(("write_file", {"path": "tests/test_outputs.py", "content": lf.new_tests()}),
