@@ -8,6 +8,7 @@ writes them in the agent loop's TransferQueue layout (keys ``{uid}_{session}_{ou
 from __future__ import annotations
 
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -108,7 +109,8 @@ def test_scheduler_picks_each_batch_and_sees_the_groups_dapo_evicts(tmp_path, tr
     assert {e for e in served if e.endswith("__g00")} == {f"lin{k}__g00" for k in range(3)}
     # Every finished group reached the scheduler, the all-pass ones DAPO evicted included.
     obs = trainer.train_dataset.observations
-    assert [o.env_id for o in obs] == served[:len(obs)] and len(obs) >= len(served) - 2
+    # (in the order the groups finished, which TransferQueue does not fix)
+    assert Counter(o.env_id for o in obs) <= Counter(served) and len(obs) >= len(served) - 2
     evicted = sum(1 for o in obs if o.passes == N)
     assert metrics["training/filter_groups/evicted_samples"] == evicted >= 3
     assert all(o.advanced for o in obs if o.env_id.endswith("__g00") and not o.late)
