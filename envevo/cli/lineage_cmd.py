@@ -182,27 +182,10 @@ def stats(
     table.add_section()
     table.add_row("mean", "", *(_pct(result.mean[c]) for c in RATE_COMPONENTS), _pct(result.mean_total), style="bold")
     out.print(table)
-    if result.by_direction:
-        by_dir = Table(title="by direction (pooled over generations)", title_justify="left")
-        by_dir.add_column("direction")
-        by_dir.add_column("n", justify="right")
-        for c in RATE_COMPONENTS:
-            by_dir.add_column(c, justify="right")
-        by_dir.add_column("total", justify="right")
-        for d in result.by_direction:
-            by_dir.add_row(d.direction, str(d.n), *(_pct(d.rates[c]) for c in RATE_COMPONENTS), _pct(d.total))
-        out.print(by_dir)
-    if result.by_direction_effort:
-        by_effort = Table(title="by direction and effort (pooled over generations)", title_justify="left")
-        by_effort.add_column("direction")
-        by_effort.add_column("effort")
-        by_effort.add_column("n", justify="right")
-        for c in RATE_COMPONENTS:
-            by_effort.add_column(c, justify="right")
-        by_effort.add_column("total", justify="right")
-        for r in result.by_direction_effort:
-            by_effort.add_row(r.direction, r.effort, str(r.n), *(_pct(r.rates[c]) for c in RATE_COMPONENTS), _pct(r.total))
-        out.print(by_effort)
+    for title, keys, rows in (("by direction", ("direction",), result.by_direction),
+                              ("by direction and effort", ("direction", "effort"), result.by_direction_effort)):
+        if rows:
+            out.print(_pooled_rates_table(f"{title} (pooled over generations)", keys, rows))
 
 
 class ExportFormat(StrEnum):
@@ -251,3 +234,19 @@ def export(
         print_json(result)
     else:
         out.print(message, highlight=False)
+
+
+def _pooled_rates_table(title: str, keys: tuple[str, ...], rows: list) -> Table:
+    """Mutation rates pooled over generations, one row per value of `keys` (direction, or direction and effort)."""
+    from envevo.analysis import RATE_COMPONENTS
+
+    table = Table(title=title, title_justify="left")
+    for k in keys:
+        table.add_column(k)
+    table.add_column("n", justify="right")
+    for c in RATE_COMPONENTS:
+        table.add_column(c, justify="right")
+    table.add_column("total", justify="right")
+    for r in rows:
+        table.add_row(*(getattr(r, k) for k in keys), str(r.n), *(_pct(r.rates[c]) for c in RATE_COMPONENTS), _pct(r.total))
+    return table
