@@ -3,7 +3,7 @@ agents on the lineages, and test the paper's claims: does the pass rate decline 
 D_T rank environments by measured failure (Spearman)? SIMULATION: the agents are skill profiles, not models.
 
     python benchmarks/difficulty_study.py                       # the small version: k=4, 15 generations
-    python benchmarks/difficulty_study.py -k 8 --every 3 --single-step-seeds 3 --work /tmp/study   # bigger
+    python benchmarks/difficulty_study.py -k 8 --other-k 4 --single-step-seeds 2 --single-step-k 4 --work /tmp/study  # issue 16
     python benchmarks/difficulty_study.py --generations 3 --k 1 --every 1 --single-step-seeds 0   # a smoke run
 
 Every stage resumes: re-running with the same --work skips seeds, generations and rollouts already stored.
@@ -99,6 +99,7 @@ def main() -> None:
     ap.add_argument("--dense-agent", default="sim-medium", help="rolled out on every generation")
     ap.add_argument("--every", type=int, default=5, help="other agents: every N-th generation (and the last)")
     ap.add_argument("-k", "--k", type=int, default=4, help="rollouts per version and agent (the paper uses 8)")
+    ap.add_argument("--other-k", type=int, default=None, help="rollouts per version for the agents other than the dense one (default: -k)")
     ap.add_argument("--single-step-seeds", type=int, default=1, help="seeds for the single-step direction runs (0: skip)")
     ap.add_argument("--single-step-k", type=int, default=None, help="rollouts per version in the single-step runs (default: -k)")
     ap.add_argument("--concurrency", type=int, default=3, help="trials at once during rollouts")
@@ -130,7 +131,7 @@ def main() -> None:
         roll(run, a.dense_agent, a.single_step_k or a.k, {0, 1}, a.concurrency, log)
     for agent in (x for x in agents if x != a.dense_agent):
         for run in effort_runs.values():
-            roll(run, agent, a.k, sparse, a.concurrency, log)
+            roll(run, agent, a.other_k or a.k, sparse, a.concurrency, log)
     print(f"  rollouts in {time.time() - t1:.0f} s", flush=True)
 
     from envevo.analysis import analyze
@@ -146,8 +147,8 @@ def main() -> None:
         print(json.dumps({"wall_s": round(wall), "study": study.model_dump(exclude={"rows"}),
                           "single_step": single.model_dump(include={"directions"}) if single else None}, indent=1))
         return
-    print(f"\nSIMULATION — simulated agents ({', '.join(agents)}), k={a.k}, {a.seeds} seed(s) × {len(efforts)} efforts, "
-          f"{a.generations} generations; wall {wall / 60:.1f} min")
+    print(f"\nSIMULATION — simulated agents ({', '.join(agents)}), k={a.k} ({a.dense_agent}), {a.other_k or a.k} "
+          f"(others), {a.seeds} seed(s) × {len(efforts)} efforts, {a.generations} generations; wall {wall / 60:.1f} min")
     for v in study.validity:
         print(f"Spearman ρ(D_T, failure rate) {v.agent}: ρ={v.rho if v.rho is None else round(v.rho, 3)} "
               f"p={v.p_value if v.p_value is None else round(v.p_value, 4)} n={v.n} versions ({v.rollouts} rollouts); "

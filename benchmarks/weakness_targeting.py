@@ -5,8 +5,9 @@ directions shuffled each generation, the first that has an edit wins, as the loo
 out, so every drawn edit counts. The target agent's weakness δ_θ per skill and scenario is computed from its
 profile's exact per-step success on the untargeted arm's versions: δ = [log(s̄/s_unit)]_+, the value the
 estimator of `envevo difficulty --weakness` converges to (tests/rollout/test_weakness.py checks it gets within
-0.016). The pass rate reported is first-order: the product of the profile's per-step success along the chain,
-without self-check, notice or retries (the exact formula with those is rollout/_exact.py, not merged here).
+0.016), with s a step's chance to end right after the profile's self-check, notice and retries. The pass rates are
+the profiles' exact expectations (`envevo.rollout.expected`), with every step's wrong variant assumed to pass the
+self-check (the common case; the fact is only known from a version's rollouts).
 
     PYTHONPATH=. python benchmarks/weakness_targeting.py [--agent sim-weak] [--seeds 6] [--generations 10] [--json]
 """
@@ -22,7 +23,7 @@ from collections import defaultdict
 
 from envevo.catalog import CatalogPrior, random_chain
 from envevo.evolve.engines.procedural import WeaknessTarget, mutate
-from envevo.rollout import PROFILES, step_probability
+from envevo.rollout import PROFILES, expected
 
 
 def walk(seed: int, generations: int, effort: str, target: WeaknessTarget | None, prior: CatalogPrior):
@@ -40,17 +41,16 @@ def walk(seed: int, generations: int, effort: str, target: WeaknessTarget | None
 
 
 def pass_rate(agent: str, chain, prior: CatalogPrior) -> float:
-    return math.prod(step_probability(PROFILES[agent], prior, a, b, chain.goal) for a, b in chain.pairs())
+    return expected(chain, PROFILES[agent], prior).pass_rate
 
 
 def true_weakness(agent: str, chains, prior: CatalogPrior) -> WeaknessTarget:
     by_skill, by_scen, allp = defaultdict(list), defaultdict(list), []
     for c in chains:
-        for a, b in c.pairs():
-            p = step_probability(PROFILES[agent], prior, a, b, c.goal)
-            by_skill[b].append(p)
-            by_scen[a].append(p)
-            allp.append(p)
+        for step in expected(c, PROFILES[agent], prior).steps:
+            by_skill[step.skill].append(step.p_right)
+            by_scen[step.scenario].append(step.p_right)
+            allp.append(step.p_right)
     s_bar = sum(allp) / len(allp)
     delta = lambda ps: max(0.0, math.log(s_bar / (sum(ps) / len(ps))))
     return WeaknessTarget(agent=agent, skills={k: delta(v) for k, v in by_skill.items()},
@@ -84,8 +84,9 @@ def main() -> None:
     if args.json:
         print(json.dumps(doc, indent=2))
         return
-    print(f"SIMULATION: target {args.agent}, {args.seeds} seeds, effort {args.effort}; first-order pass rates "
-          f"(product of per-step success); weakest: {', '.join(f'{k} {v:.2f}' for k, v in doc['weakest'])}")
+    weakest = ", ".join(f"{k} {v:.2f}" for k, v in doc["weakest"])
+    print(f"SIMULATION: target {args.agent}, {args.seeds} seeds, effort {args.effort}; exact expected pass rates; "
+          f"weakest: {weakest}")
     agents = list(PROFILES)
     head = "gen  n " + " ".join(f"{'U:' + a[4:]:>9} {'T:' + a[4:]:>9}" for a in agents) + "   U:Σδ  T:Σδ   U:D_T  T:D_T"
     print(head)

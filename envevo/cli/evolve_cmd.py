@@ -117,9 +117,6 @@ def evolve(
         if engine_name != "procedural":
             raise UserError("--target-weakness steers the procedural engine only; use --engine procedural or drop it")
         engine.target = weakness_target(target_weakness, target_agent)
-        err.print(f"targeting the weakness of {engine.target.agent}: "
-                  + (", ".join(f"{k} δ={v:.2f}" for k, v in engine.target.weakest()) or "no δ > 0 yet (untargeted)"),
-                  markup=False, highlight=False)
     if llm:
         asyncio.run(engine.preflight())  # a missing key or a dead endpoint: one line, before any work
     given = EvolveConfig(
@@ -128,6 +125,7 @@ def evolve(
         trial_concurrency=trial_concurrency, lineage_concurrency=lineages, max_drift=parse_max_drift(max_drift),
         # Recorded so that --resume refuses to continue a lineage with different models.
         models={role: spec.label for role, spec in engine.runtime.specs().items()} if llm else {},
+        weakness_target=engine.target.model_dump(mode="json") if getattr(engine, "target", None) else None,
     )
     tasks = [load_task(s) for s in seeds]
     names = [p.resolve().name for p in seeds]
@@ -136,6 +134,13 @@ def evolve(
     for task in tasks if not llm else ():  # refuse seeds the engine cannot read before anything is written
         asyncio.run(engine.extract_trace(task))  # (an LLM extraction that fails skips its seed, in start_lineages)
     store, cfg = open_run(out_dir, given, resume=resume)
+    if cfg.weakness_target is not None:  # on a resume, the δ the run started with
+        from envevo.evolve.engines.procedural import WeaknessTarget
+
+        engine.target = WeaknessTarget.model_validate(cfg.weakness_target)
+        err.print(f"targeting the weakness of {engine.target.agent}: "
+                  + (", ".join(f"{k} δ={v:.2f}" for k, v in engine.target.weakest()) or "no δ > 0 yet (untargeted)"),
+                  markup=False, highlight=False)
     if llm:
         engine.attach_store(store)  # usage rows per role; budgets resume from what the store recorded
 

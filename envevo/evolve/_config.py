@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from envevo.trace import DEFAULT_MAX_DRIFT, Direction, Effort
@@ -25,8 +27,20 @@ class EvolveConfig(BaseModel):
     trial_concurrency: int = Field(3, ge=1, description="trials running at once across all lineages")
     lineage_concurrency: int = Field(1, ge=1, description="lineages evolving at once")
     models: dict[str, str] = Field(default_factory=dict, description="LLM engine: role -> provider:name")
+    weakness_target: dict[str, Any] | None = Field(
+        None, description="--target-weakness: the agent's δ_θ tables the procedural engine steers by, as estimated "
+                          "when the run started, so a resume goes on toward the same weakness")
 
     def resumable_with(self, other: EvolveConfig) -> list[str]:
         """Settings that must match for a resumed run to continue the same lineages."""
         keys = ("engine", "effort", "seed", "models", "directions")
-        return [f"{k}: stored {getattr(self, k)!r}, given {getattr(other, k)!r}" for k in keys if getattr(self, k) != getattr(other, k)]
+        clash = [f"{k}: stored {getattr(self, k)!r}, given {getattr(other, k)!r}" for k in keys if getattr(self, k) != getattr(other, k)]
+        if self.target_label() != other.target_label():
+            clash.append(f"--target-weakness: stored {self.target_label()}, given {other.target_label()}")
+        return clash
+
+    def target_label(self) -> str:
+        """Whose weakness, from which run: what a resume must repeat (the δ tables themselves stay as stored, even
+        if that run has gained rollouts since)."""
+        t = self.weakness_target
+        return "untargeted" if t is None else f"{t.get('agent')} from {t.get('source')}"

@@ -54,3 +54,22 @@ def test_the_cli_refuses_targeting_without_a_run_or_with_another_engine(tmp_path
     res = runner.invoke(app, ["evolve", str(tmp_path), "--out", str(tmp_path / "r"), "--target-weakness",
                               str(tmp_path)])
     assert res.exit_code == 2 and "not a run" in res.output and "Traceback" not in res.output
+
+
+def test_a_resume_goes_on_toward_the_weakness_the_run_started_with(tmp_path):
+    import pytest
+
+    from envevo.errors import UserError
+    from envevo.evolve import EvolveConfig, open_run
+
+    started = WeaknessTarget(agent="sim-weak", skills={"git_log": 0.5}, source="/runs/a")
+    with open_run(tmp_path / "r", EvolveConfig(weakness_target=started.model_dump(mode="json")), resume=False)[0]:
+        pass
+    # The source run gained rollouts since: the same target re-estimated has other δ; the stored ones win.
+    later = started.model_copy(update={"skills": {"git_log": 0.1, "sed_edit": 0.9}})
+    store, cfg = open_run(tmp_path / "r", EvolveConfig(weakness_target=later.model_dump(mode="json")), resume=True)
+    store.close()
+    assert WeaknessTarget.model_validate(cfg.weakness_target) == started
+    for other in (None, started.model_copy(update={"agent": "sim-strong"}).model_dump(mode="json")):
+        with pytest.raises(UserError, match="--target-weakness: stored sim-weak from /runs/a"):
+            open_run(tmp_path / "r", EvolveConfig(weakness_target=other), resume=True)
