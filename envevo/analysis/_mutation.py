@@ -4,6 +4,10 @@ For generation g ≥ 1 and component c, the rate is the fraction of lineages hav
 component c changed from g−1 to g. Rates are also pooled per direction, and per (direction, effort): the
 paper's Figure 4 compares directions at one effort. The total mutation rate counts a lineage when any of instruction,
 environment or verification changed (the solution follows from those; config is bookkeeping).
+
+A component counts as mutated when any one of its files changed, so an engine whose every edit touches each
+component a little reads 1.00 everywhere. `kept` is the finer residue: of the child's files in a component, the
+share byte-identical to the parent's (pooled over files).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from envevo.store import LineageStore
+from envevo.task import Task, files_kept
 
 #: Components reported, in order.
 RATE_COMPONENTS: tuple[str, ...] = ("instruction", "environment", "verification", "solution")
@@ -33,12 +38,16 @@ class Transition(BaseModel):
     direction: str | None = None
     effort: str | None = None
     mutated: frozenset[str] = frozenset()
+    files: dict[str, tuple[int, int]] = Field(default_factory=dict,
+                                              description="component -> (files identical to the parent's, files)")
 
 
 class Rates(BaseModel):
     n: int = Field(description="lineages (transitions) counted")
     rates: dict[str, float] = Field(description="component -> fraction mutated")
     total: float = Field(description="fraction where instruction, environment or verification changed")
+    kept: dict[str, float | None] = Field(default_factory=dict, description="component -> share of the children's "
+                                          "files byte-identical to their parent's (None: no such files)")
 
 
 class GenerationRates(Rates):
@@ -66,11 +75,14 @@ class MutationStats(BaseModel):
     )
 
 
-def _rates(group: Sequence[Transition]) -> tuple[dict[str, float], float]:
+def _rates(group: Sequence[Transition]) -> dict:
     n = len(group)
-    rates = {c: sum(c in t.mutated for t in group) / n for c in RATE_COMPONENTS}
-    total = sum(any(c in t.mutated for c in TOTAL_COMPONENTS) for t in group) / n
-    return rates, total
+    kept: dict[str, float | None] = {}
+    for c in RATE_COMPONENTS:
+        same, files = (sum(t.files.get(c, (0, 0))[i] for t in group) for i in (0, 1))
+        kept[c] = same / files if files else None
+    return {"n": n, "rates": {c: sum(c in t.mutated for t in group) / n for c in RATE_COMPONENTS},
+            "total": sum(any(c in t.mutated for c in TOTAL_COMPONENTS) for t in group) / n, "kept": kept}
 
 
 def rates_of(transitions: Iterable[Transition], runs: Sequence[str] = ()) -> MutationStats:
@@ -86,17 +98,10 @@ def rates_of(transitions: Iterable[Transition], runs: Sequence[str] = ()) -> Mut
             if t.effort:
                 by_dir_effort[(t.direction, t.effort)].append(t)
     generations = []
-    for g in sorted(by_gen):
-        rates, total = _rates(by_gen[g])
-        generations.append(GenerationRates(generation=g, n=len(by_gen[g]), rates=rates, total=total))
-    directions = []
-    for d in sorted(by_dir):
-        rates, total = _rates(by_dir[d])
-        directions.append(DirectionRates(direction=d, n=len(by_dir[d]), rates=rates, total=total))
-    per_effort = []
-    for (d, e), group in sorted(by_dir_effort.items(), key=lambda kv: (kv[0][0], _EFFORT_ORDER.get(kv[0][1], 9))):
-        rates, total = _rates(group)
-        per_effort.append(DirectionEffortRates(direction=d, effort=e, n=len(group), rates=rates, total=total))
+    generations = [GenerationRates(generation=g, **_rates(by_gen[g])) for g in sorted(by_gen)]
+    directions = [DirectionRates(direction=d, **_rates(by_dir[d])) for d in sorted(by_dir)]
+    per_effort = [DirectionEffortRates(direction=d, effort=e, **_rates(group)) for (d, e), group in
+                  sorted(by_dir_effort.items(), key=lambda kv: (kv[0][0], _EFFORT_ORDER.get(kv[0][1], 9)))]
     if generations:
         mean: dict[str, float | None] = {
             c: sum(g.rates[c] for g in generations) / len(generations) for c in RATE_COMPONENTS
@@ -117,10 +122,18 @@ def rates_of(transitions: Iterable[Transition], runs: Sequence[str] = ()) -> Mut
 
 def transitions(store: LineageStore) -> list[Transition]:
     run = str(store.run_dir)
+    tasks: dict[str, Task] = {}
+
+    def task(task_hash: str) -> Task:
+        if task_hash not in tasks:
+            tasks[task_hash] = store.load_version_task(task_hash)
+        return tasks[task_hash]
+
     return [
         Transition(
             run=run, lineage=v.lineage_id, generation=v.generation, direction=v.direction, effort=v.effort,
             mutated=frozenset(v.mutated),
+            files=files_kept(task(v.parent_hash), task(v.task_hash)) if v.parent_hash else {},
         )
         for v in store.versions()
         if v.generation >= 1

@@ -186,6 +186,10 @@ def stats(
                               ("by direction and effort", ("direction", "effort"), result.by_direction_effort)):
         if rows:
             out.print(_pooled_rates_table(f"{title} (pooled over generations)", keys, rows))
+    if result.by_direction_effort:
+        out.print(_pooled_rates_table("files kept by direction and effort: share of the children's files "
+                                      "byte-identical to their parent's", ("direction", "effort"),
+                                      result.by_direction_effort, kept=True))
 
 
 class ExportFormat(StrEnum):
@@ -236,8 +240,9 @@ def export(
         out.print(message, highlight=False)
 
 
-def _pooled_rates_table(title: str, keys: tuple[str, ...], rows: list) -> Table:
-    """Mutation rates pooled over generations, one row per value of `keys` (direction, or direction and effort)."""
+def _pooled_rates_table(title: str, keys: tuple[str, ...], rows: list, *, kept: bool = False) -> Table:
+    """Pooled over generations, one row per value of `keys` (direction, or direction and effort): the mutation rates,
+    or with `kept` the share of the children's files left byte-identical, per component."""
     from envevo.analysis import RATE_COMPONENTS
 
     table = Table(title=title, title_justify="left")
@@ -246,7 +251,10 @@ def _pooled_rates_table(title: str, keys: tuple[str, ...], rows: list) -> Table:
     table.add_column("n", justify="right")
     for c in RATE_COMPONENTS:
         table.add_column(c, justify="right")
-    table.add_column("total", justify="right")
+    if not kept:
+        table.add_column("total", justify="right")
     for r in rows:
-        table.add_row(*(getattr(r, k) for k in keys), str(r.n), *(_pct(r.rates[c]) for c in RATE_COMPONENTS), _pct(r.total))
+        cells = [_pct(r.kept.get(c)) for c in RATE_COMPONENTS] if kept else [
+            *(_pct(r.rates[c]) for c in RATE_COMPONENTS), _pct(r.total)]
+        table.add_row(*(getattr(r, k) for k in keys), str(r.n), *cells)
     return table

@@ -8,7 +8,7 @@ only envevo.runtime talks to Harbor.
 from envevo.task._args import existing_task_dirs, first_duplicate, load_task_args, tb1_import_pairs, unique_by_hash
 from envevo.task._components import COMPONENTS, Component, check_component, component_of
 from envevo.task._config import CURRENT_SCHEMA_VERSION
-from envevo.task._diff import ComponentDiff, FileChange, TaskDiff, diff_tasks
+from envevo.task._diff import ComponentDiff, FileChange, TaskDiff, diff_tasks, files_kept
 from envevo.task._files import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_TOTAL_BYTES, TaskFile, safe_relpath
 from envevo.task._images import (
     ImageMap,
@@ -60,6 +60,7 @@ __all__ = [
     "content_hash",
     "detect_format",
     "diff_tasks",
+    "files_kept",
     "dir_hash",
     "image_map_from_file",
     "image_map_from_specs",

@@ -114,3 +114,20 @@ def test_rates_of_is_pure_math() -> None:
     stats = rates_of(ts)
     assert stats.generations[0].rates == {"instruction": 0.0, "environment": 0.5, "verification": 0.0, "solution": 0.5}
     assert stats.generations[0].total == 0.5 and stats.mean_total == 0.5
+
+
+def test_kept_counts_the_files_an_edit_left_byte_identical(tmp_path: Path) -> None:
+    """A skill edit that rewrites one of three fixture files mutates the environment, yet keeps 2 of its 3 files."""
+    def task(fixture: str, instruction: str):
+        t = tiny_task("k", instruction)
+        for name, body in (("a.py", "A"), ("b.py", "B"), ("c.py", fixture)):
+            t.write(f"environment/fixtures/{name}", body)
+        return t
+
+    with LineageStore.open(tmp_path / "run") as s:
+        lid = s.create_lineage("k", task("C", "do it"))
+        s.commit_generation(lid, 1, task("C2", "do it then more"), direction="skill", effort="low", verified=True)
+    (row,) = mutation_rates([tmp_path / "run"]).by_direction_effort
+    assert row.rates["environment"] == 1.0 and row.rates["solution"] == 0.0
+    assert row.kept["environment"] == pytest.approx(3 / 4)  # the Dockerfile, a.py and b.py of 4 files
+    assert row.kept["instruction"] == 0.0 and row.kept["solution"] == 1.0 and row.kept["verification"] == 1.0
