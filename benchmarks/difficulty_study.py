@@ -152,7 +152,8 @@ def main() -> None:
     for v in study.validity:
         print(f"Spearman ρ(D_T, failure rate) {v.agent}: ρ={v.rho if v.rho is None else round(v.rho, 3)} "
               f"p={v.p_value if v.p_value is None else round(v.p_value, 4)} n={v.n} versions ({v.rollouts} rollouts); "
-              f"ρ for L alone {v.rho_L if v.rho_L is None else round(v.rho_L, 3)}")
+              f"ρ for L alone {v.rho_L if v.rho_L is None else round(v.rho_L, 3)}; against the exact expected failure "
+              f"ρ={v.rho_exact if v.rho_exact is None else round(v.rho_exact, 3)}")
     print("pass rate per evaluated generation (monotone = never rises):")
     for t in study.trends:
         print(f"  {t.agent:>10} {t.effort or '-':>4}: {' '.join(f'{r:.2f}' for r in t.pass_rates)}  "

@@ -23,10 +23,16 @@ def _curve(t: Trend) -> str:
             f"{t.rises} rise(s){zero}")
 
 
-def _check(text: str, group: Sequence[Trend], test) -> Claim:
+def _exact_curve(t: Trend) -> str:
+    rates = t.exact_pass_rates or []
+    return (f"{t.agent}/{t.effort}: {rates[0]:.3f}→{rates[-1]:.3f} over g{t.generations[0]}–g{t.generations[-1]}, "
+            f"{t.exact_rises} rise(s)")
+
+
+def _check(text: str, group: Sequence[Trend], test, curve=_curve) -> Claim:
     if not group:
         return Claim(claim=text, holds=None, evidence="no evaluated lineage for this case")
-    return Claim(claim=text, holds=all(test(t) for t in group), evidence="; ".join(_curve(t) for t in group))
+    return Claim(claim=text, holds=all(test(t) for t in group), evidence="; ".join(curve(t) for t in group))
 
 
 def claims(trends: Sequence[Trend], validity: Sequence[Validity]) -> list[Claim]:
@@ -41,6 +47,17 @@ def claims(trends: Sequence[Trend], validity: Sequence[Validity]) -> list[Claim]
         _check("Mean turns rise across generations", trends,
                lambda t: t.turns_first is not None and t.turns_last is not None and t.turns_last > t.turns_first),
     ]
+    # Simulated profiles: the same shape claims on the exact expected pass rate, which has no sampling noise, so a
+    # rise there is the engine's doing (an edit that made the task easier for the profile), not the sample's.
+    exact_hard = [t for t in hard if t.exact_pass_rates]
+    exact_low = [t for t in low if t.exact_pass_rates]
+    if exact_hard or exact_low:
+        out += [
+            _check("SIMULATION, exact expectation: at high and max effort the pass rate declines monotonically",
+                   exact_hard, lambda t: t.exact_monotone and t.exact_pass_rates[-1] < t.exact_pass_rates[0], _exact_curve),
+            _check("SIMULATION, exact expectation: at low effort the pass rate fluctuates (rises at least once)",
+                   exact_low, lambda t: (t.exact_rises or 0) > 0, _exact_curve),
+        ]
     efforts = sorted({t.effort for t in trends if t.effort})
     agree = []
     for e in efforts:
@@ -62,7 +79,9 @@ def claims(trends: Sequence[Trend], validity: Sequence[Validity]) -> list[Claim]
         out.append(Claim(claim="D_T ranks environments by measured failure (Spearman ρ > 0, p < 0.05)",
                          holds=pooled.rho > 0 and (pooled.p_value or 1) < 0.05,
                          evidence=f"{pooled.agent}: ρ={pooled.rho:.3f}, p={pooled.p_value:.4f}, n={pooled.n} versions "
-                                  f"({pooled.rollouts} rollouts); ρ for L alone {_rounded(pooled.rho_L, 3)}"))
+                                  f"({pooled.rollouts} rollouts); ρ for L alone {_rounded(pooled.rho_L, 3)}"
+                                  + ("" if pooled.rho_exact is None else
+                                     f"; against the exact expected failure (SIMULATION) ρ={pooled.rho_exact:.3f}")))
     return out
 
 

@@ -2,7 +2,8 @@
 
 Spearman's ρ between D_T and the measured failure rate (1 − pass rate) across every evaluated version,
 per agent and pooled, with its sample size and a permutation p-value. ρ for L alone is reported next to
-it, so one can see what the scenario and skill terms add beyond length.
+it, so one can see what the scenario and skill terms add beyond length. For simulated profiles the same ρ is also
+taken against the exact expected failure rate (SIMULATION): the ranking without the sampling noise of k rollouts.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ class Validity(BaseModel):
     rho: float | None = Field(None, description="Spearman ρ(D_T, failure rate)")
     p_value: float | None = None
     rho_L: float | None = Field(None, description="Spearman ρ(L, failure rate), for comparison")
+    rho_exact: float | None = Field(None, description="simulated profiles: Spearman ρ(D_T, exact expected failure rate)")
+    p_value_exact: float | None = None
     estimator: str | None = None
 
 
@@ -31,8 +34,12 @@ def _one(agent: str, rs: Sequence[VersionEval]) -> Validity:
     rs = [r for r in rs if r.D_T is not None]
     dts = [r.D_T for r in rs if r.D_T is not None]  # every r (filtered above); restated for the type
     fail = [1 - r.pass_rate for r in rs]
+    exact = [1 - r.exact_pass_rate for r in rs if r.exact_pass_rate is not None]
+    exact_ok = bool(rs) and len(exact) == len(rs)
     return Validity(agent=agent, simulated=any(r.simulated for r in rs), n=len(rs), rollouts=sum(r.n for r in rs),
                     rho=spearman(dts, fail), p_value=spearman_p(dts, fail),
+                    rho_exact=spearman(dts, exact) if exact_ok else None,
+                    p_value_exact=spearman_p(dts, exact) if exact_ok else None,
                     rho_L=spearman([r.L or 0 for r in rs], fail),
                     estimator=", ".join(sorted({r.estimator for r in rs if r.estimator})) or None)
 

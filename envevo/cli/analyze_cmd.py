@@ -123,9 +123,9 @@ def validity(runs: Runs, json_out: o.Json = False) -> None:
     if study is None:
         return
     _show(study, "Spearman ρ(D_T, failure rate)",
-          ("agent", "n versions", "rollouts", "ρ", "p (permutation)", "ρ for L alone", "p_T estimator"),
+          ("agent", "n versions", "rollouts", "ρ", "p (permutation)", "ρ for L alone", "ρ exact (sim)", "p_T estimator"),
           ([escape(v.agent), str(v.n), str(v.rollouts), fmt(v.rho, ".3f"), fmt(v.p_value, ".4f"), fmt(v.rho_L, ".3f"),
-            escape(v.estimator or "-")] for v in study.validity))
+            fmt(v.rho_exact, ".3f"), escape(v.estimator or "-")] for v in study.validity))
 
 
 @analyze_app.command("claims")

@@ -82,9 +82,10 @@ def _evaluation(study) -> list[str]:
         parts.append("<p class='muted'>No evaluated step: a version and its parent need rollouts of the same agent.</p>")
     parts.append(f"<h2>Validity of D_T{sim}</h2>")
     parts.append(f'<img alt="D_T against failure rate" src="{validity_plot([r.model_dump() for r in study.rows])}">')
-    parts.append(_table(["agent", "n versions", "rollouts", "Spearman ρ(D_T, failure)", "p (permutation)", "ρ for L alone", "p_T"],
+    parts.append(_table(["agent", "n versions", "rollouts", "Spearman ρ(D_T, failure)", "p (permutation)", "ρ for L alone",
+                         "ρ against the exact expected failure (simulation)", "p_T"],
                         [[_e(v.agent), v.n, v.rollouts, _f(v.rho, ".3f"), _f(v.p_value, ".4f"), _f(v.rho_L, ".3f"),
-                          _e(v.estimator or "-")] for v in study.validity]))
+                          _f(v.rho_exact, ".3f"), _e(v.estimator or "-")] for v in study.validity]))
     parts.append(f"<h2>The paper's claims, here{sim}</h2>")
     verdict = {True: "holds", False: "does not hold", None: "not tested"}
     parts.append(_table(["claim", "verdict", "evidence"],

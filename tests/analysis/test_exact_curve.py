@@ -45,3 +45,21 @@ def test_generations_table_and_json_show_the_exact_curve(tmp_path: Path) -> None
     data = json.loads(run_cli("analyze", "generations", str(run), "--json").stdout)
     assert all(p["exact_pass_rate"] is not None for p in data["points"])
     assert all(t["exact_monotone"] is not None for t in data["trends"])
+
+
+def test_validity_and_claims_are_also_judged_on_the_exact_expectation(tmp_path: Path) -> None:
+    from envevo.analysis._stats import spearman
+
+    run = _evaluated_run(tmp_path)
+    with LineageStore.open(run, create=False) as store:
+        study = analyze([store])
+    for v in study.validity:
+        rows = [r for r in study.rows if v.agent in (r.agent, "all agents")]
+        assert v.rho_exact == pytest.approx(spearman([r.D_T for r in rows], [1 - r.exact_pass_rate for r in rows]))
+    exact_claims = [c for c in study.claims if c.claim.startswith("SIMULATION, exact expectation")]
+    hard = [t for t in study.trends if t.effort in ("high", "max") and len(t.generations) >= 3]
+    assert hard  # a high-effort run: the claim's verdict follows the exact curves, not the sampled ones
+    claim = next(c for c in exact_claims if "high and max" in c.claim)
+    assert claim.holds is not None
+    assert claim.holds == all(t.exact_monotone and t.exact_pass_rates[-1] < t.exact_pass_rates[0] for t in hard)
+    assert all(f"{t.agent}/{t.effort}" in claim.evidence for t in hard)
