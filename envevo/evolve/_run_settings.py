@@ -41,7 +41,7 @@ def settle_run_config(store: LineageStore, given: EvolveConfig, *, resume: bool)
     old = EvolveConfig(**stored)
     clash = old.resumable_with(given)
     if clash:
-        raise UserError(f"--resume with different settings ({'; '.join(clash)}); drop them or use another --out")
+        raise UserError(f"--resume with different settings ({'; '.join(clash)}); resume with the stored ones, or use another --out")
     merged = old.model_copy(update={k: getattr(given, k) for k in RESUME_MAY_CHANGE})
     store.set_run_config(merged.model_dump(mode="json"))
     return merged
