@@ -164,11 +164,15 @@ def main() -> None:
                   f"monotone={'yes' if t.exact_monotone else 'no'} rises={t.exact_rises}")
     if single:
         for d in (d for d in single.directions if d.scope == "single step"):
-            print(f"  single step {d.direction:>8} ({d.agent}, {d.steps} steps): Δpass {d.d_pass:+.3f}  "
+            print(f"  single step {d.direction:>8} ({d.agent}, {d.steps} steps): Δpass {d.d_pass:+.3f} "
+                  f"(exact {d.d_pass_exact if d.d_pass_exact is None else format(d.d_pass_exact, '+.3f')}) "
+                  f"ΔD_T {d.d_DT if d.d_DT is None else format(d.d_DT, '+.1f')}  "
                   f"Δturns {d.d_turns if d.d_turns is None else round(d.d_turns, 1)}  total mutation {d.total_mutation:.2f}")
     for d in study.directions:
         if d.scope == "all steps":
-            print(f"  all steps   {d.direction:>8} ({d.agent}, {d.steps} steps): Δpass {d.d_pass:+.3f}  "
+            print(f"  all steps   {d.direction:>8} ({d.agent}, {d.steps} steps): Δpass {d.d_pass:+.3f} "
+                  f"(exact {d.d_pass_exact if d.d_pass_exact is None else format(d.d_pass_exact, '+.3f')}) "
+                  f"ΔD_T {d.d_DT if d.d_DT is None else format(d.d_DT, '+.1f')}  "
                   f"Δturns {d.d_turns if d.d_turns is None else round(d.d_turns, 1)}  total mutation {d.total_mutation:.2f}")
     for c in study.claims:
         print(f"[{ {True: 'holds', False: 'fails', None: 'untested'}[c.holds] }] {c.claim}: {c.evidence}")

@@ -3,7 +3,8 @@ pass rate, the turns and the components it mutates.
 
 A step is a version and its parent, both evaluated by the same agent. "single step" counts only the first
 generation (seed → g1: the paper's controlled single-step experiment); "all steps" averages every step of
-the lineages. Mutation rates are the fraction of steps that changed each component.
+the lineages. Mutation rates are the fraction of steps that changed each component. For simulated profiles the
+step's exact Δ expected pass rate is given too (SIMULATION): the edit's effect without the sampling noise.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class DirectionEffect(BaseModel):
     d_turns: float | None = None
     d_turns_ci: float | None = None
     d_DT: float | None = None
+    d_pass_exact: float | None = None
     mutation: dict[str, float]
     total_mutation: float
 
@@ -53,11 +55,14 @@ def direction_effects(rows: Sequence[VersionEval]) -> list[DirectionEffect]:
         turns = [b.mean_turns - a.mean_turns for a, b in pairs if a.mean_turns is not None and b.mean_turns is not None]
         d_turns, ci_turns = mean_ci(turns)
         dts = [b.D_T - a.D_T for a, b in pairs if a.D_T is not None and b.D_T is not None]
+        exact = [b.exact_pass_rate - a.exact_pass_rate for a, b in pairs
+                 if a.exact_pass_rate is not None and b.exact_pass_rate is not None]
         n = len(pairs)
         out.append(DirectionEffect(
             scope=scope, direction=direction, agent=agent, simulated=any(b.simulated for _, b in pairs), steps=n,
             d_pass=d_pass, d_pass_ci=ci_pass, d_turns=d_turns, d_turns_ci=ci_turns,
             d_DT=sum(dts) / len(dts) if dts else None,
+            d_pass_exact=sum(exact) / n if len(exact) == n else None,
             mutation={c: sum(c in b.mutated for _, b in pairs) / n for c in RATE_COMPONENTS},
             total_mutation=sum(any(c in b.mutated for c in TOTAL_COMPONENTS) for _, b in pairs) / n))
     return out

@@ -102,7 +102,8 @@ def directions(runs: Runs, json_out: o.Json = False) -> None:
         return
     if not study.directions:
         raise UserError("no evaluated step: a version and its parent must both have rollouts of the same agent")
-    _show(study, "direction effects", ("scope", "direction", "agent", "steps", "Δpass", "Δturns", "ΔD_T", "instr",
+    _show(study, "direction effects", ("scope", "direction", "agent", "steps", "Δpass", "Δpass exact (sim)", "Δturns",
+                                       "ΔD_T", "instr",
                                        "env", "tests", "solution", "total"), map(_direction_row, study.directions))
 
 
@@ -110,7 +111,7 @@ def _direction_row(d) -> list[str]:
     ci = f" ±{d.d_pass_ci:.2f}" if d.d_pass_ci is not None else ""
     ti = f" ±{d.d_turns_ci:.1f}" if d.d_turns_ci is not None else ""
     return [d.scope, d.direction, escape(d.agent), str(d.steps), fmt(d.d_pass, "+.2f") + ci,
-            fmt(d.d_turns, "+.1f") + ti, fmt(d.d_DT, "+.2f"),
+            fmt(d.d_pass_exact, "+.3f"), fmt(d.d_turns, "+.1f") + ti, fmt(d.d_DT, "+.2f"),
             *(f"{d.mutation[c]:.2f}" for c in ("instruction", "environment", "verification", "solution")),
             f"{d.total_mutation:.2f}"]
 

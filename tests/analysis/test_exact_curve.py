@@ -63,3 +63,16 @@ def test_validity_and_claims_are_also_judged_on_the_exact_expectation(tmp_path: 
     assert claim.holds is not None
     assert claim.holds == all(t.exact_monotone and t.exact_pass_rates[-1] < t.exact_pass_rates[0] for t in hard)
     assert all(f"{t.agent}/{t.effort}" in claim.evidence for t in hard)
+
+
+def test_a_direction_effect_carries_the_exact_change_of_its_steps(tmp_path: Path) -> None:
+    run = _evaluated_run(tmp_path)
+    with LineageStore.open(run, create=False) as store:
+        study = analyze([store])
+    by = {(r.lineage, r.task_hash, r.agent): r for r in study.rows}
+    single = next(d for d in study.directions if d.scope == "single step" and d.agent == "sim-strong")
+    steps = [(by[(r.lineage, r.parent_hash, r.agent)], r) for r in study.rows
+             if r.agent == "sim-strong" and r.generation == 1 and r.direction == single.direction]
+    assert len(steps) == single.steps == 2
+    assert single.d_pass_exact == pytest.approx(sum(b.exact_pass_rate - a.exact_pass_rate for a, b in steps) / 2)
+    assert single.d_pass_exact < 0  # a length edit adds a step the profile can fail
