@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, Field
 
-from envevo.rollout import caught_facts, is_simulated, read_episodes, summarize, task_expectation
+from envevo.rollout import caught_facts, harmless_facts, is_simulated, read_episodes, summarize, task_expectation
 
 
 class VersionEval(BaseModel):
@@ -39,7 +39,8 @@ class VersionEval(BaseModel):
 
 def _expectations(store, v, groups: dict) -> dict[str, tuple[float, float]]:
     """agent -> (exact pass rate, exact turns) for the simulated profiles among `groups` on a procedural version.
-    The wrong variants' self-check facts come from every simulated episode logged for the version."""
+    The wrong variants' facts (caught by the self-check, harmless) come from every simulated episode logged for the
+    version."""
     agents = [a for a, _ in groups if is_simulated(a)]
     if not agents:
         return {}
@@ -51,10 +52,11 @@ def _expectations(store, v, groups: dict) -> dict[str, tuple[float, float]]:
     except (TaskError, OSError):
         return {}
     rows = [r for (a, _), rs in groups.items() if is_simulated(a) for r in rs]
-    facts = caught_facts(read_episodes(r.trial_dir for r in rows))
+    episodes = read_episodes(r.trial_dir for r in rows)
+    facts, harmless = caught_facts(episodes), harmless_facts(episodes)
     out = {}
     for a in agents:
-        e = task_expectation(task, a, facts)
+        e = task_expectation(task, a, facts, harmless)
         if e is not None:
             out[a] = (e.pass_rate, e.turns)
     return out

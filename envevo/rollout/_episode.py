@@ -55,6 +55,8 @@ class Episode(BaseModel):
     profile: str
     turns: int = 0
     steps: list[StepLog] = Field(default_factory=list)
+    passed: bool | None = Field(None, description="whether the trial passed (the verifier's reward; set when read back "
+                                                  "from a trial dir, not by the agent)")
 
 
 def shell(script: str) -> str:

@@ -19,11 +19,16 @@ or leaves its output empty). It is a fixed property of the version, observed by 
 variant with the steps before it right (`caught_facts`); a step never observed counts as not caught, which is the
 common case (a plausible wrong answer). Expected turns also assume that a step after a wrong one behaves as it
 would after a right one; the pass rate needs no such assumption.
+
+A second fact of the same kind: a wrong variant can be *harmless*, giving the right output on this version's data,
+so the step ends right whatever the attempts (P(right_t) = 1). It is seen in an episode that passed with that step's
+last attempt wrong (`harmless_facts`). Such a step's checks do not tell the plausible mistake from the skill, which
+is worth knowing about the task too: `harmless_facts` names them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from math import comb
 
 from pydantic import BaseModel, Field
@@ -51,20 +56,22 @@ class Expectation(BaseModel):
     steps: list[StepExpectation]
 
 
-def step_outcome(p: float, notice: float, retries: int, caught: bool = False) -> tuple[float, float]:
+def step_outcome(p: float, notice: float, retries: int, caught: bool = False, harmless: bool = False) -> tuple[float, float]:
     """(P(the step ends right), E[attempts]) for one step."""
     r = (1 - p) * (1.0 if caught else notice)
     attempts = sum(r ** j for j in range(retries + 1))
-    return p * attempts, attempts
+    return (1.0 if harmless else p * attempts), attempts
 
 
-def expected(chain, prof: SimProfile, prior, caught: Mapping[int, bool] | None = None) -> Expectation:
-    """The exact expectation of profile `prof` on `chain` (a catalog Chain) under `prior` (its p_T)."""
+def expected(chain, prof: SimProfile, prior, caught: Mapping[int, bool] | None = None,
+             harmless: Collection[int] = ()) -> Expectation:
+    """The exact expectation of profile `prof` on `chain` (a catalog Chain) under `prior` (its p_T), given the
+    version's facts: which steps' wrong variants fail the self-check (`caught`), and which pass the checks anyway."""
     caught = caught or {}
     steps, rate, turns = [], 1.0, 0.0
     for i, s in enumerate(chain.steps):
         p = step_probability(prof, prior, s.scenario, s.skill, chain.goal)
-        p_right, attempts = step_outcome(p, prof.notice, prof.retries, caught.get(i, False))
+        p_right, attempts = step_outcome(p, prof.notice, prof.retries, caught.get(i, False), i in harmless)
         look = explore_turns(prof, prior, s.scenario, s.skill, chain.goal)
         steps.append(StepExpectation(index=i, scenario=s.scenario, skill=s.skill, p=p, caught=caught.get(i, False),
                                      p_right=p_right, attempts=attempts, look=look))
@@ -87,6 +94,12 @@ def caught_facts(episodes: Iterable[Episode]) -> dict[int, bool]:
     return facts
 
 
+def harmless_facts(episodes: Iterable[Episode]) -> set[int]:
+    """Step indices whose wrong variant passed the checks: an episode passed with that step's last attempt wrong."""
+    return {t for ep in episodes if ep.passed for t, step in enumerate(ep.steps)
+            if step.attempts and step.attempts[-1] == "wrong"}
+
+
 def binomial_interval(p: float, k: int, level: float = 0.95) -> tuple[int, int]:
     """The central interval [lo, hi] of pass counts out of k that holds at least `level` of Binomial(k, p)."""
     tail = (1 - level) / 2
@@ -102,7 +115,8 @@ def binomial_interval(p: float, k: int, level: float = 0.95) -> tuple[int, int]:
     return lo, hi
 
 
-def task_expectation(task, agent: str, caught: Mapping[int, bool] | None = None) -> Expectation | None:
+def task_expectation(task, agent: str, caught: Mapping[int, bool] | None = None,
+                     harmless: Collection[int] = ()) -> Expectation | None:
     """The expectation of simulated profile `agent` on a procedural Task; None for a real agent or another task."""
     from envevo.catalog import CatalogPrior, chain_from_task
     from envevo.errors import TaskError
@@ -114,16 +128,22 @@ def task_expectation(task, agent: str, caught: Mapping[int, bool] | None = None)
         chain = chain_from_task(task)
     except TaskError:
         return None
-    return expected(chain, PROFILES[agent], CatalogPrior(), caught)
+    return expected(chain, PROFILES[agent], CatalogPrior(), caught, harmless)
 
 
 def read_episodes(trial_dirs: Iterable) -> list[Episode]:
-    """The simulated episodes logged in trial dirs (agent/simulation.json); dirs without one are skipped."""
+    """The simulated episodes logged in trial dirs (agent/simulation.json), each with whether the trial passed
+    (verifier/reward.txt, None when unreadable); dirs without an episode are skipped."""
     from pathlib import Path
 
     out = []
     for d in trial_dirs:
         f = Path(d) / "agent" / "simulation.json" if d else None
         if f is not None and f.is_file():
-            out.append(Episode.model_validate_json(f.read_text()))
+            ep = Episode.model_validate_json(f.read_text())
+            try:
+                ep.passed = float((Path(d) / "verifier" / "reward.txt").read_text().strip()) >= 1.0
+            except (OSError, ValueError):
+                ep.passed = None
+            out.append(ep)
     return out

@@ -42,4 +42,4 @@ class SimulatedDriver:
         rng = random.Random(self._seed)
         episode = await play(self._chain, build_blocks(self._chain), self._profile, CatalogPrior(), rng, run_cmds)
         return DriverResult(metadata={"n_turns": episode.turns, "simulated": True, "profile": self._profile.name},
-                            logs={"simulation.json": json.dumps(episode.model_dump(), indent=2)})
+                            logs={"simulation.json": json.dumps(episode.model_dump(exclude={"passed"}), indent=2)})

@@ -18,6 +18,7 @@ from envevo.rollout import (
     calibrated_scale,
     caught_facts,
     expected,
+    harmless_facts,
     play,
 )
 from envevo.rollout._episode import PRELUDE, shell
@@ -65,6 +66,22 @@ def test_exact_expectation_is_the_simulated_process(agent: str, caught: set[int]
     # a caught wrong variant is always retried: it raises that step's chance over the uncaught one's
     if caught:
         assert exact.steps[1].p_right > expected(chain, prof, PRIOR).steps[1].p_right
+
+
+def test_a_harmless_wrong_variant_is_seen_in_passing_episodes_and_counted_right() -> None:
+    """A wrong variant that gives the right output on the version's data: the step ends right whatever the attempts."""
+    chain = random_chain(None, 3, 11)
+    prof = PROFILES["sim-weak"]
+    eps = _episodes(chain, prof, 4000, set())
+    for ep in eps:  # the verifier's verdict when step 0's wrong variant is harmless
+        ep.passed = all(s.attempts[-1] == "oracle" for s in ep.steps[1:])
+    assert harmless_facts(eps) == {0}
+    exact = expected(chain, prof, PRIOR, caught_facts(eps), harmless_facts(eps))
+    assert exact.steps[0].p_right == 1.0
+    assert exact.pass_rate == pytest.approx(exact.steps[1].p_right * exact.steps[2].p_right)
+    rate = sum(ep.passed for ep in eps) / len(eps)
+    assert abs(rate - exact.pass_rate) < 4 * (exact.pass_rate * (1 - exact.pass_rate) / len(eps)) ** 0.5
+    assert exact.pass_rate > expected(chain, prof, PRIOR).pass_rate
 
 
 def test_calibration_targets_hold_with_the_documented_constants() -> None:

@@ -19,6 +19,7 @@ from envevo.rollout import (
     caught_facts,
     dir_targets,
     expected,
+    harmless_facts,
     read_episodes,
     run_rollouts,
 )
@@ -43,10 +44,11 @@ def test_sampled_pass_rates_fall_in_the_exact_interval_and_keep_the_order(sandbo
     prior = CatalogPrior()
     for t, chain in zip(targets, chains, strict=True):
         trial_dirs = [d for agent in ORDER for d in (tmp_path / "trials" / agent / t.task_hash[:12]).iterdir()]
-        facts = caught_facts(read_episodes(trial_dirs))  # one version's facts hold for every profile
+        episodes = read_episodes(trial_dirs)  # one version's facts hold for every profile
+        facts, harmless = caught_facts(episodes), harmless_facts(episodes)
         rates = []
         for agent in ORDER:
-            exact = expected(chain, PROFILES[agent], prior, facts)
+            exact = expected(chain, PROFILES[agent], prior, facts, harmless)
             s = sampled[(t.task_hash, agent)]
             lo, hi = binomial_interval(exact.pass_rate, K)
             assert lo <= s.passes <= hi, (t.name, agent, s.passes, exact.pass_rate)
