@@ -97,7 +97,6 @@ def rates_of(transitions: Iterable[Transition], runs: Sequence[str] = ()) -> Mut
             by_dir[t.direction].append(t)
             if t.effort:
                 by_dir_effort[(t.direction, t.effort)].append(t)
-    generations = []
     generations = [GenerationRates(generation=g, **_rates(by_gen[g])) for g in sorted(by_gen)]
     directions = [DirectionRates(direction=d, **_rates(by_dir[d])) for d in sorted(by_dir)]
     per_effort = [DirectionEffortRates(direction=d, effort=e, **_rates(group)) for (d, e), group in
