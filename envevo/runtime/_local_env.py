@@ -7,7 +7,13 @@ rejects `network_mode = "no-network"` on podman. For a Dockerfile or prebuilt-im
 - build once per environment content (tag `localhost/envevo-cache:<digest>`), reused by every later trial;
 - `run -d` with `--network=none` when the task forbids internet, CPU and memory limits, the task's env vars,
   envevo's owner label (so a sweeper can remove what a killed process left);
-- exec, cp in and out, and `rm -f` (SIGKILL) at stop; the cached image stays.
+- exec, cp in, and `rm -f` (SIGKILL) at stop; the cached image stays.
+
+The boundary (docs/sandbox.md): no host directory is mounted into the container, read-write or not, except the
+host CA bundle read-only. Logs and artifacts leave as a tar stream that the host extracts itself
+(envevo/runtime/_archive.py: regular files and directories only, capped, time-bounded). `quiesce()` ends every
+process of the agent once its phase is over; what runs after (collect hooks) runs in a fresh container started
+from a snapshot of its filesystem. The verifier's /logs/verifier is not world-writable.
 
 Harbor plugs it in through `import_path` (see `environment_import_path`). Compose tasks keep Harbor's compose
 environments (envevo/runtime/_compose_env.py).
@@ -16,74 +22,24 @@ environments (envevo/runtime/_compose_env.py).
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import shlex
-import subprocess
 import uuid
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from harbor.environments.base import BaseEnvironment, ExecResult, SandboxBuildFailedError
 from harbor.environments.capabilities import EnvironmentCapabilities, EnvironmentResourceCapabilities
+from harbor.models.trial.paths import EnvironmentPaths
 
-from envevo.runtime import _cleanup, _host_ca
+from envevo.runtime import _archive, _cleanup, _host_ca
+from envevo.runtime._engine_cli import _run
 from envevo.runtime._image_cache import CACHE_LABEL, build_cached_image
 
 # What a trial records about its sandbox (limits dropped, image used), beside Harbor's own logs.
 NOTES_FILE = "envevo-notes.txt"
 BUILD_LOG = "build.log"
-
-
-async def _run(*argv: str, timeout: float | None = None, stdin: bytes | None = None,
-               finish_on_cancel: bool = False) -> tuple[int, str, str]:
-    """Run an engine command; (exit code, stdout, stderr). A timeout kills the client and raises TimeoutError.
-
-    A cancel kills the client, unless `finish_on_cancel`: a `run` or `rm` killed halfway leaves a container
-    behind (created, or still up), so those run to their end (see `_run_to_end`) and the cancel is re-raised."""
-    if finish_on_cancel:
-        return await _run_to_end(list(argv), timeout or 120, stdin)
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(stdin), timeout)
-    except (TimeoutError, asyncio.CancelledError):
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-        raise
-    return proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
-
-
-def _run_blocking(argv: list[str], timeout: float, stdin: bytes | None) -> tuple[int, str, str]:
-    try:
-        # Its own session: a terminal's Ctrl-C (sent to the whole foreground group) must not kill it halfway.
-        r = subprocess.run(argv, input=stdin, capture_output=True, timeout=timeout, start_new_session=True)
-    except subprocess.TimeoutExpired as exc:
-        raise TimeoutError(f"{argv[0]} {argv[1]} did not finish within {timeout:.0f} s") from exc
-    return r.returncode, r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
-
-
-async def _run_to_end(argv: list[str], timeout: float, stdin: bytes | None) -> tuple[int, str, str]:
-    """Run a command in a worker thread and wait for it through any cancel, then re-raise the cancel.
-
-    Not an asyncio subprocess: Harbor shields the stop of a sandbox and lets it run on when its trial is cancelled
-    at that moment, so asyncio.run's final cancel of stray tasks can reach a stop; an asyncio child process
-    cancelled then was seen to hang the interpreter's exit with the container still up (Ctrl-C during red-team
-    trials, whose sandboxes stop often). A thread is not cancelled, its future is not a task, and the executor is
-    joined before the process exits."""
-    done = asyncio.get_running_loop().run_in_executor(None, _run_blocking, argv, timeout, stdin)
-    cancelled: asyncio.CancelledError | None = None
-    while not done.done():
-        try:
-            await asyncio.shield(done)
-        except asyncio.CancelledError as exc:
-            cancelled = exc
-    if cancelled is not None:
-        raise cancelled
-    return done.result()
 
 
 class LocalContainerEnvironment(BaseEnvironment):
@@ -94,9 +50,12 @@ class LocalContainerEnvironment(BaseEnvironment):
     def __init__(self, *args: Any, **kwargs: Any):
         self._container: str | None = None
         self._notes: list[str] = []
-        # Bind the trial's log dirs (/logs/agent, /logs/verifier, /logs/artifacts) to the host: Harbor then reads
-        # them in place instead of copying each out after every phase, which is most of a trial's engine calls.
-        kwargs.setdefault("auto_mounting", True)
+        self._stopped = False  # quiesced: the container exists, none of its processes runs
+        self._snapshot: str | None = None  # the image a quiesced container was committed to, for later commands
+        self._budget = _archive.CopyBudget()
+        # Never bind the trial's log dirs to the host: container root could plant a link there that a host-side
+        # write by name follows (a host write as root), or a FIFO that a host read blocks on. They are copied out.
+        kwargs["auto_mounting"] = False
         super().__init__(*args, **kwargs)
 
     # -- what this environment is ---------------------------------------------------------------
@@ -107,7 +66,7 @@ class LocalContainerEnvironment(BaseEnvironment):
 
     @property
     def capabilities(self) -> EnvironmentCapabilities:
-        return EnvironmentCapabilities(disable_internet=True, mounted=True)
+        return EnvironmentCapabilities(disable_internet=True, mounted=False)
 
     @classmethod
     def resource_capabilities(cls) -> EnvironmentResourceCapabilities:
@@ -172,12 +131,13 @@ class LocalContainerEnvironment(BaseEnvironment):
         return ResourceMode.LIMIT
 
     def _mount_args(self) -> list[str]:
+        """The caller's explicit mounts: read-only binds and volumes only; a writable host bind is refused."""
         args = []
         for m in self._host_mounts:
-            if m.get("type") == "bind":
-                Path(m["source"]).mkdir(parents=True, exist_ok=True)
-                args += ["--volume", f"{m['source']}:{m['target']}" + (":ro" if m.get("read_only") else "")]
-            elif m.get("type") == "volume":
+            if m.get("type") == "bind" and not m.get("read_only"):
+                raise ValueError(f"refusing a writable host mount of {m['source']} at {m['target']}: container root "
+                                 "would write the host (mount it read-only, or copy files in)")
+            if m.get("type") in ("bind", "volume"):
                 args += ["--volume", f"{m['source']}:{m['target']}" + (":ro" if m.get("read_only") else "")]
         return args
 
@@ -209,10 +169,7 @@ class LocalContainerEnvironment(BaseEnvironment):
         if image != str(self.task_env_config.docker_image or ""):
             self._note(f"image {image} (environment/Dockerfile, cached by content)")
         await self._upload_environment_dir_after_start()
-        bound = {m["target"] for m in self._host_mounts if m.get("type") == "bind"}
-        unbound = [t for t in self._mount_targets(writable_only=True) if t not in bound]
-        if unbound:  # bind-mounted dirs exist already, and Harbor opens their host side to every user
-            await self.ensure_dirs(unbound)
+        await self.ensure_dirs(self._mount_targets(writable_only=True))
 
     async def stop(self, delete: bool) -> None:
         if self._container is None:
@@ -221,6 +178,44 @@ class LocalContainerEnvironment(BaseEnvironment):
         # Shielded and waited for through any cancel: a Ctrl-C that lands here (Harbor stops the sandbox at every
         # trial's end) must not kill `rm` halfway, nor leave it to asyncio.run's final cancel of stray tasks.
         await _run(*self._rm_argv(name), timeout=120, finish_on_cancel=True)
+        if self._snapshot is not None:
+            snapshot, self._snapshot = self._snapshot, None
+            await _run(self.engine, "rmi", "-f", snapshot, timeout=120, finish_on_cancel=True)
+
+    async def quiesce(self) -> None:
+        """End every process in the container, keeping its filesystem: the agent's phase is over.
+
+        Nothing the agent left running (a daemon rewriting files) can act after this. A later command (a collect
+        hook) runs in a fresh container from a snapshot of this one (`_thaw`); copies read the stopped container."""
+        if self._container is None or self._stopped:
+            return
+        code, _, err = await _run(*self._stop_argv(self._container), timeout=120, finish_on_cancel=True)
+        if code != 0:
+            raise RuntimeError(f"{self.engine} stop failed: {err.strip()[-300:]}")
+        self._stopped = True
+        self._note("agent processes ended after the agent phase (the container was stopped)")
+
+    def _stop_argv(self, name: str) -> list[str]:
+        return [self.engine, "stop", "--time" if self.engine == "podman" else "-t", "0", name]
+
+    async def _thaw(self) -> None:
+        """A quiesced sandbox that is asked to run a command: commit it, and continue in a fresh container."""
+        old = self._require()
+        snapshot = f"localhost/envevo-snapshot:{uuid.uuid4().hex[:12]}"
+        code, _, err = await _run(self.engine, "commit", "-q", old, snapshot, timeout=600, finish_on_cancel=True)
+        if code != 0:
+            raise RuntimeError(f"{self.engine} commit failed: {err.strip()[-300:]}")
+        self._snapshot = snapshot
+        name = f"{old}-after"[:120]
+        argv = [self.engine, "run", "-d", "--name", name, "--network=none",
+                "--label", f"{_cleanup.OWNER_LABEL}={_cleanup.owner_id()}", snapshot, "sh", "-c", "sleep infinity"]
+        self._container = name  # removed by stop() even if `run` is cancelled halfway
+        await _run(*self._rm_argv(old), timeout=120, finish_on_cancel=True)
+        code, _, err = await _run(*argv, timeout=300, finish_on_cancel=True)
+        if code != 0:
+            raise RuntimeError(f"{self.engine} run of the snapshot failed: {err.strip()[-300:]}")
+        self._stopped = False
+        self._note(f"commands after the agent phase ran in {name}, from a snapshot of the stopped agent container")
 
     def _rm_argv(self, name: str) -> list[str]:
         # SIGKILL at once: the sandbox is disposable and its PID 1 (`sleep infinity`) ignores SIGTERM.
@@ -235,6 +230,8 @@ class LocalContainerEnvironment(BaseEnvironment):
 
     async def exec(self, command: str, cwd: str | None = None, env: dict[str, str] | None = None,
                    timeout_sec: int | None = None, user: str | int | None = None) -> ExecResult:
+        if self._stopped:
+            await self._thaw()
         argv = [self.engine, "exec", "-i"]
         workdir = cwd or self.task_env_config.workdir
         if workdir:
@@ -284,13 +281,74 @@ class LocalContainerEnvironment(BaseEnvironment):
     async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
         await self._cp_in(f"{Path(source_dir)}/.", target_dir, target_dir)
 
+    async def _copy_out(self, source: str, target: Path, *, single_file: bool,
+                        keep: Callable[[str], bool] | None = None) -> None:
+        report = await asyncio.to_thread(_archive.copy_out, self.engine, self._require(), source, target,
+                                         single_file=single_file, budget=self._budget, keep=keep)
+        for line in report.notes(source):
+            self._note(line)
+        if report.error is not None:
+            raise RuntimeError(f"{self.engine} cp {source} failed: {report.error}")
+
     async def download_file(self, source_path: str, target_path: Path | str) -> None:
         Path(target_path).parent.mkdir(parents=True, exist_ok=True)
-        await self._cp(f"{self._require()}:{source_path}", str(target_path))
+        await self._copy_out(source_path, Path(target_path), single_file=True)
 
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
-        Path(target_dir).mkdir(parents=True, exist_ok=True)
-        await self._cp(f"{self._require()}:{source_dir.rstrip('/')}/.", str(target_dir))
+        await self._copy_out(source_dir.rstrip("/") or "/", Path(target_dir), single_file=False)
+
+    async def download_dir_with_exclusions(self, *, source_dir: str, target_dir: Path | str,
+                                           exclude: list[str]) -> None:
+        # Harbor's own version packs with the container's tar; this one reads the archive the engine makes.
+        await self._copy_out(source_dir.rstrip("/") or "/", Path(target_dir), single_file=False,
+                             keep=lambda rel: not _matches(rel, exclude))
+
+    async def download_dir_filtered(self, *, source_dir: str, target_dir: Path | str,
+                                    include: Sequence[str] | None = None, exclude: Sequence[str] | None = None,
+                                    protect: Sequence[str] | None = None) -> None:
+        def keep(rel: str) -> bool:
+            if rel in (protect or ()):
+                return True
+            return (not include or _matches(rel, include)) and not _matches(rel, exclude or ())
+
+        await self._copy_out(source_dir.rstrip("/") or "/", Path(target_dir), single_file=False, keep=keep)
+
+    async def is_dir(self, path: str, user: str | int | None = None) -> bool:
+        # From the archive's first header: no command runs in the container, which may be stopped.
+        return bool(await asyncio.to_thread(_archive.peek_is_dir, self.engine, self._require(), path))
+
+    # -- the directories Harbor prepares --------------------------------------------------------
+
+    async def ensure_dirs(self, dirs: Sequence[Any], *, chmod: bool = True) -> ExecResult | None:
+        return await self._prepare_dirs(dirs, chmod=chmod, empty=False)
+
+    async def empty_dirs(self, dirs: Sequence[Any], *, chmod: bool = True) -> ExecResult | None:
+        return await self._prepare_dirs(dirs, chmod=chmod, empty=True)
+
+    async def _prepare_dirs(self, dirs: Sequence[Any], *, chmod: bool, empty: bool) -> ExecResult | None:
+        """Harbor's directory preparation, except that the verifier's log dir is never world-writable.
+
+        Harbor opens /logs/verifier to every user (mode 777) so a non-root verifier can write its reward; then
+        any code the tests run (an agent's build, as `nobody`) can write a reward too. Here it belongs to the
+        verifier's user, mode 755. Other dirs keep Harbor's treatment; a copied artifact tree brings its own modes."""
+        if not dirs:
+            return None
+        verifier = str(EnvironmentPaths.for_os(self.os).verifier_dir)
+        others = [d for d in dirs if str(d) != verifier]
+        commands = []
+        if others:
+            build = self._empty_dirs_command if empty else self._ensure_dirs_command
+            commands.append(build(others, chmod=chmod and all(str(d).startswith("/logs/") for d in others)))
+        if len(others) < len(dirs):
+            q = shlex.quote(verifier)
+            owner = self._resolve_user(self.default_user)
+            commands.append((f"rm -rf {q}; " if empty else f"[ -L {q} ] && rm -f {q}; ")
+                            + f"mkdir -p {q} && chown {shlex.quote(str(owner or 0))} {q} && chmod 755 {q}")
+        return await self.exec(" && ".join(f"{{ {c}; }}" for c in commands), user="root")
+
+
+def _matches(rel: str, patterns: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(rel.rsplit("/", 1)[-1], p) for p in patterns)
 
 
 class PodmanLocalEnvironment(LocalContainerEnvironment):

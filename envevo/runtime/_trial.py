@@ -227,6 +227,26 @@ def _notes(trial_dir) -> list[str]:
             for line in f.read_text().splitlines() if line.strip()]
 
 
+def _quiesce_after_agent(trial: Trial) -> None:
+    """With a separate verifier, end the agent's processes as soon as its phase is over.
+
+    The collect hooks and artifact copies that follow then read a filesystem that nothing of the agent's can
+    still change (a daemon rewriting a listing after the hook). Single-step tasks only: a multi-step task's agent
+    goes on in the same container. A shared verifier keeps them, since its tests may query what the agent started."""
+    from harbor.models.task.verifier_mode import VerifierEnvironmentMode, resolve_task_verifier_mode
+    from harbor.trial.hooks import TrialEvent
+
+    environment = getattr(trial, "agent_environment", None)
+    if (not hasattr(environment, "quiesce") or trial.task.config.steps
+            or resolve_task_verifier_mode(trial.task.config) != VerifierEnvironmentMode.SEPARATE):
+        return
+
+    async def quiesce(_event) -> None:
+        await environment.quiesce()
+
+    trial.add_hook(TrialEvent.AGENT_END, quiesce)
+
+
 async def run_trial(spec: TrialSpec) -> TrialOutcome:
     """Run one trial to completion. Failures of the task or agent become an ErrorKind, not an exception."""
     try:
@@ -240,6 +260,7 @@ async def run_trial(spec: TrialSpec) -> TrialOutcome:
             error_kind=ErrorKind.INFRASTRUCTURE_ERROR,
             error_message=f"{type(exc).__name__}: {exc}".splitlines()[0][:500],
         )
+    _quiesce_after_agent(trial)
     result = await trial.run()
     task = asyncio.current_task()
     if task is not None and task.cancelling():

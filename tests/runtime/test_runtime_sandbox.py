@@ -80,7 +80,7 @@ def test_kill_9_leftovers_are_swept_by_the_next_run(sandbox, tmp_path):
 def test_container_removal_runs_to_its_end_through_cancels(tmp_path):
     """What stop() and `run` rely on: a cancelled caller still waits for the engine command, and asyncio.run's
     final cancel of stray tasks (where Harbor's shielded stop of a cancelled trial ends up) does not cut it short."""
-    from envevo.runtime._local_env import _run
+    from envevo.runtime._engine_cli import _run
 
     def command(marker):
         return ("sh", "-c", f"sleep 1; touch {marker}")

@@ -67,7 +67,7 @@ def compose(chain: Chain) -> Task:
     task.write("tests/test_outputs.py", test_outputs(checks), executable=False)
     scen = sorted({s.scenario for s in chain.steps})
     skills = sorted({s.skill for s in chain.steps})
-    artifacts, collect = verifier_config(checks)
+    artifacts = verifier_config(checks)
     task.set_config({
         "schema_version": "1.4",
         # The tests run in a fresh container that sees only these, copied from the agent's container to the same
@@ -81,7 +81,7 @@ def compose(chain: Chain) -> Task:
             "envevo": {"engine": ENGINE, "goal": chain.goal, "category": chain.category,
                        "trace": chain.trace().model_dump(mode="json"), "chain": chain.model_dump(mode="json", exclude_none=True)},
         },
-        "verifier": {"timeout_sec": 180.0, "environment_mode": "separate", **({"collect": collect} if collect else {})},
+        "verifier": {"timeout_sec": 180.0, "environment_mode": "separate"},
         "agent": {"timeout_sec": float(600 + 300 * chain.L)},
         # Procedural tasks need no network (current Harbor spelling of `allow_internet = false`).
         "environment": {"build_timeout_sec": 900.0, "network_mode": "no-network"},

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pprint
-import shlex
 from typing import Any
 
 from envevo.catalog import OUTPUT_DIR, WORK_DIR
@@ -13,23 +12,19 @@ TEST_SH = """#!/bin/bash
 # ([verifier] environment_mode = "separate" in task.toml) that sees the agent's work only through the declared
 # artifacts, so nothing the agent planted (a python3 or tool shim, sitecustomize.py, a .pth, a forged reward
 # file) is there. Belt and braces for a shared run: the image's own interpreter by absolute path, isolated (-I:
-# no PYTHON* vars, user site or cwd; -S: no site-packages), a PATH without /usr/local, and the 0 written first,
-# so the verifier never ends without a reward file.
+# no PYTHON* vars, user site or cwd; -S: no site-packages), and a PATH without /usr/local.
+# The reward is written once, last, after every check has ended: whatever of the agent's the checks ran (a build,
+# as nobody) cannot write /logs/verifier, which belongs to root, and anything it wrote before is removed here.
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
-mkdir -p /logs/verifier
-rm -f /logs/verifier/reward.json
-echo 0 > /logs/verifier/reward.txt
+reward=0
 if /usr/bin/python3 -I -S /tests/test_outputs.py; then
-  echo 1 > /logs/verifier/reward.txt
+  reward=1
 fi
+mkdir -p /logs/verifier
+rm -f /logs/verifier/reward.json /logs/verifier/reward.txt
+echo "$reward" > /logs/verifier/reward.txt
 exit 0
 """
-
-# File modes do not survive the artifact copy (it clears group/other write bits and resets a directory's mode),
-# so a [[verifier.collect]] hook lists them in the agent's container, after the agent is done, into this
-# artifact; the mode checks read it.
-MODES_FILE = "/var/tmp/envevo-modes.txt"
-
 
 _RUNNER = r'''
 
@@ -38,31 +33,9 @@ def _read(path):
         return f.read()
 
 
-def _modes():
-    """path -> mode, from the collect hook's listing; None when there is none (tests run by hand in the task's
-    own container). In the verifier container an absent listing leaves the image's untouched fixtures, whose
-    modes are the ones the task asks to fix, so the checks fail."""
-    try:
-        text = _read(MODES_FILE)
-    except OSError:
-        return None
-    out = {}
-    for line in text.splitlines():
-        mode, _, path = line.partition(" ")
-        if path:
-            out[path] = int(mode, 8)
-    return out
-
-
-MODES = _modes()
-
-
 def _mode(path):
-    if MODES is None:
-        return stat.S_IMODE(os.stat(path).st_mode)
-    if path not in MODES:
-        raise FileNotFoundError("no mode recorded for " + path)
-    return MODES[path]
+    # The artifact copy keeps permission bits (envevo's runtime reads them from the archive's headers).
+    return stat.S_IMODE(os.stat(path).st_mode)
 
 
 def check(c):
@@ -112,32 +85,32 @@ def test_outputs(checks: list[dict[str, Any]]) -> str:
     body = pprint.pformat(checks, width=120, sort_dicts=False)
     return ('"""Checks every output this task asks for: each intermediate file and the final result, exactly."""\n\n'
             "import json\nimport os\nimport stat\nimport sys\n\n"
-            f"MODES_FILE = {MODES_FILE!r}\nCHECKS = {body}\n{_RUNNER}")
+            f"CHECKS = {body}\n{_RUNNER}")
 
 
 def _nested(path: str, outer: str) -> bool:
     return path == outer or path.startswith(outer.rstrip("/") + "/")
 
 
-def verifier_config(checks: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, str]]]:
-    """(artifacts, collect hooks) for task.toml: what the tests read from the agent's container.
+def verifier_config(checks: list[dict[str, Any]]) -> list[str]:
+    """The artifacts for task.toml: what the tests read from the agent's container.
 
     The step outputs travel as their two directories, /app/work and /app/output, which by the instruction hold
     only the agent's outputs (one copy each instead of one per file: each costs engine calls on both sides);
     the tests read them as data and never import or run anything from them. Every other checked file or tree
-    (an in-place edit) is an artifact of its own, a path inside another artifact is carried by it, and modes
-    come through one listing written by a collect hook, since the copy does not keep them."""
-    def carrier(path: str) -> str:
+    (an in-place edit) is an artifact of its own, and a path inside another artifact is carried by it. A path
+    whose mode is checked travels inside its parent directory: the copy keeps the modes of what it carries, while
+    the verifier makes an artifact's own root afresh. No collect hook: a hook would run in the agent's container,
+    with the agent's binaries, and its listing would be the agent's to forge."""
+    def carrier(check: dict[str, Any]) -> str:
+        path = check["path"]
+        if check["check"] == "mode":
+            path = path.rstrip("/").rsplit("/", 1)[0] or "/"
         return next((d for d in (WORK_DIR, OUTPUT_DIR) if _nested(path, d)), path)
 
-    paths = sorted({carrier(c["path"]) for c in checks if c["check"] != "mode"}, key=lambda p: (p.count("/"), p))
+    paths = sorted({carrier(c) for c in checks}, key=lambda p: (p.count("/"), p))
     artifacts: list[str] = []
     for p in paths:
         if not any(_nested(p, a) for a in artifacts):
             artifacts.append(p)
-    moded = sorted({c["path"] for c in checks if c["check"] == "mode"})
-    if not moded:
-        return artifacts, []
-    listing = " ".join(shlex.quote(p) for p in moded)
-    hook = {"command": f"/usr/bin/stat -c '%a %n' -- {listing} > {MODES_FILE} 2>/dev/null; true", "user": "root"}
-    return artifacts + [MODES_FILE], [hook]
+    return artifacts
