@@ -170,9 +170,12 @@ def evolve(
             bar.update(bar_of(lid), completed=store.lineage(lid).latest_generation)
         await run_evolve(store, ids, engine, cfg, checks=checks, on_event=on_event, executor=executor)
 
-    with bar:
-        asyncio.run(main())
-    _print_summary(store, out_dir, json_out)
+    try:
+        with bar:
+            asyncio.run(main())
+        _print_summary(store, out_dir, json_out)
+    finally:
+        store.close()  # lets go of the run dir at once, also when called in-process (tests)
 
 
 def _print_summary(store, out_dir: Path, json_out: bool) -> None:

@@ -20,9 +20,10 @@ def open_run(out_dir: Path, given: EvolveConfig, *, resume: bool) -> tuple[Linea
     from envevo.store import LineageStore, RunPaths
 
     paths = RunPaths(run_dir=out_dir)
-    if out_dir.exists() and not resume and any(out_dir.iterdir()) and not paths.db.exists():
+    if out_dir.exists() and not resume and not paths.db.exists() and any(p != paths.lock for p in out_dir.iterdir()):
         raise UserError(f"{out_dir} exists and is not an envevo run; choose another --out")
-    store = LineageStore.open(out_dir, create=True)
+    # One writer per run: a second evolve on it would redo every generation and abandon the first one's tries.
+    store = LineageStore.open(out_dir, create=True, hold="envevo evolve")
     try:
         return store, settle_run_config(store, given, resume=resume)
     except BaseException:

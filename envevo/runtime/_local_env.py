@@ -12,8 +12,8 @@ rejects `network_mode = "no-network"` on podman. For a Dockerfile or prebuilt-im
 The boundary (docs/sandbox.md): no host directory is mounted into the container, read-write or not, except the
 host CA bundle read-only. Logs and artifacts leave as a tar stream that the host extracts itself
 (envevo/runtime/_archive.py: regular files and directories only, capped, time-bounded). `quiesce()` ends every
-process of the agent once its phase is over; what runs after (collect hooks) runs in a fresh container started
-from a snapshot of its filesystem. The verifier's /logs/verifier is not world-writable.
+process of the agent once its phase is over; a collect hook after it runs in the restarted container, where
+nothing of the agent's runs. The verifier's /logs/verifier is not world-writable.
 
 Harbor plugs it in through `import_path` (see `environment_import_path`). Compose tasks keep Harbor's compose
 environments (envevo/runtime/_compose_env.py).
@@ -51,7 +51,6 @@ class LocalContainerEnvironment(BaseEnvironment):
         self._container: str | None = None
         self._notes: list[str] = []
         self._stopped = False  # quiesced: the container exists, none of its processes runs
-        self._snapshot: str | None = None  # the image a quiesced container was committed to, for later commands
         self._budget = _archive.CopyBudget()
         # Never bind the trial's log dirs to the host: container root could plant a link there that a host-side
         # write by name follows (a host write as root), or a FIFO that a host read blocks on. They are copied out.
@@ -178,15 +177,12 @@ class LocalContainerEnvironment(BaseEnvironment):
         # Shielded and waited for through any cancel: a Ctrl-C that lands here (Harbor stops the sandbox at every
         # trial's end) must not kill `rm` halfway, nor leave it to asyncio.run's final cancel of stray tasks.
         await _run(*self._rm_argv(name), timeout=120, finish_on_cancel=True)
-        if self._snapshot is not None:
-            snapshot, self._snapshot = self._snapshot, None
-            await _run(self.engine, "rmi", "-f", snapshot, timeout=120, finish_on_cancel=True)
 
     async def quiesce(self) -> None:
         """End every process in the container, keeping its filesystem: the agent's phase is over.
 
         Nothing the agent left running (a daemon rewriting files) can act after this. A later command (a collect
-        hook) runs in a fresh container from a snapshot of this one (`_thaw`); copies read the stopped container."""
+        hook) restarts it first (`_thaw`); copies read the stopped container."""
         if self._container is None or self._stopped:
             return
         code, _, err = await _run(*self._stop_argv(self._container), timeout=120, finish_on_cancel=True)
@@ -195,31 +191,22 @@ class LocalContainerEnvironment(BaseEnvironment):
         self._stopped = True
         self._note("agent processes ended after the agent phase (the container was stopped)")
 
+    def _rm_argv(self, name: str) -> list[str]:
+        # SIGKILL at once: the sandbox is disposable and its PID 1 (`sleep infinity`) ignores SIGTERM.
+        return [self.engine, "rm", "-f", "--time", "0", name] if self.engine == "podman" else [self.engine, "rm", "-f", name]
+
     def _stop_argv(self, name: str) -> list[str]:
         return [self.engine, "stop", "--time" if self.engine == "podman" else "-t", "0", name]
 
     async def _thaw(self) -> None:
-        """A quiesced sandbox that is asked to run a command: commit it, and continue in a fresh container."""
-        old = self._require()
-        snapshot = f"localhost/envevo-snapshot:{uuid.uuid4().hex[:12]}"
-        code, _, err = await _run(self.engine, "commit", "-q", old, snapshot, timeout=600, finish_on_cancel=True)
+        """A quiesced sandbox asked to run a command (a collect hook): start it again, with none of the agent's
+        processes. Not a snapshot: committing a sparse giant the agent left costs minutes. What starts now runs the
+        agent's own files, like the hook itself does, so a hook is as trustworthy as those files (docs/sandbox.md)."""
+        code, _, err = await _run(self.engine, "start", self._require(), timeout=120, finish_on_cancel=True)
         if code != 0:
-            raise RuntimeError(f"{self.engine} commit failed: {err.strip()[-300:]}")
-        self._snapshot = snapshot
-        name = f"{old}-after"[:120]
-        argv = [self.engine, "run", "-d", "--name", name, "--network=none",
-                "--label", f"{_cleanup.OWNER_LABEL}={_cleanup.owner_id()}", snapshot, "sh", "-c", "sleep infinity"]
-        self._container = name  # removed by stop() even if `run` is cancelled halfway
-        await _run(*self._rm_argv(old), timeout=120, finish_on_cancel=True)
-        code, _, err = await _run(*argv, timeout=300, finish_on_cancel=True)
-        if code != 0:
-            raise RuntimeError(f"{self.engine} run of the snapshot failed: {err.strip()[-300:]}")
+            raise RuntimeError(f"{self.engine} start failed: {err.strip()[-300:]}")
         self._stopped = False
-        self._note(f"commands after the agent phase ran in {name}, from a snapshot of the stopped agent container")
-
-    def _rm_argv(self, name: str) -> list[str]:
-        # SIGKILL at once: the sandbox is disposable and its PID 1 (`sleep infinity`) ignores SIGTERM.
-        return [self.engine, "rm", "-f", "--time", "0", name] if self.engine == "podman" else [self.engine, "rm", "-f", name]
+        self._note("commands after the agent phase ran in the restarted agent container, none of its processes left")
 
     # -- commands and files ---------------------------------------------------------------------
 
@@ -289,6 +276,8 @@ class LocalContainerEnvironment(BaseEnvironment):
             self._note(line)
         if report.error is not None:
             raise RuntimeError(f"{self.engine} cp {source} failed: {report.error}")
+        if single_file and report.files == 0:  # a link, FIFO or giant where a file was asked for
+            raise RuntimeError(f"{source} was not copied: {report.stopped or '; '.join(report.dropped) or 'empty archive'}")
 
     async def download_file(self, source_path: str, target_path: Path | str) -> None:
         Path(target_path).parent.mkdir(parents=True, exist_ok=True)

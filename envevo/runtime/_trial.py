@@ -242,7 +242,7 @@ def _quiesce_after_agent(trial: Trial) -> None:
         return
 
     async def quiesce(_event) -> None:
-        await environment.quiesce()
+        await environment.quiesce()  # type: ignore[union-attr]
 
     trial.add_hook(TrialEvent.AGENT_END, quiesce)
 

@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterable
 from enum import StrEnum
 from pathlib import Path
@@ -33,6 +34,7 @@ from envevo.task import expand_task_dirs
 
 DEFAULT_IMAGES = ("debian:bookworm-slim",)
 PROBE_IMAGE = "docker.io/library/debian:bookworm-slim"
+PROBE_TIMEOUT = 120  # s for the container-start probe; a busy engine (a long commit holds its storage) can take minutes
 MIN_COMPOSE = (1, 1)
 SYSTEM_PACKAGES = {"podman": ["podman", "runc", "debootstrap"], "docker": ["debootstrap"]}
 # Settings this host class needs (DESIGN.md §5): crun fails on hybrid cgroups, and setting container
@@ -112,7 +114,9 @@ class Doctor:
             steps += [self.runc, self.compose]
         else:
             steps += [self.docker_daemon]
-        steps += [self.probe_image, self.container_start, self.base_images, self.orphans, self.tls]
+        # Containers must start before any image is built: building a stand-in starts one, and on a fresh
+        # host only container_start writes the containers.conf that lets them start (DESIGN.md §5).
+        steps += [self.container_start, self.probe_image, self.base_images, self.orphans, self.tls]
         for step in steps:
             check = step()
             self.checks.append(check)
@@ -191,7 +195,7 @@ class Doctor:
         return ref.standard != canonical(image) and image_id(self.engine, ref.standard) is not None
 
     def probe_image(self) -> Check:
-        """The Debian image containers are probed with; built first, as stand-ins need working containers."""
+        """The Debian base every stand-in builds on; built before the others, which start from it."""
         return self.base_images([PROBE_IMAGE], name="debian base")
 
     def base_images(self, images: list[str] | None = None, name: str = "base images") -> Check:
@@ -278,7 +282,33 @@ class Doctor:
                      fix="envevo doctor --trust-host-ca  # mounts the host's CA bundle into builds and containers")
 
     def _probe(self) -> subprocess.CompletedProcess:
-        return _run([self.engine, "run", "--rm", PROBE_IMAGE, "true"], timeout=120)
+        """Start a container that needs no image, so the check runs before any image exists.
+
+        Its root filesystem is a temporary folder holding the host's `true` and the libraries it loads:
+        podman runs it with --rootfs; docker, which has no such option, imports it as a throwaway image.
+        """
+        true = shutil.which("true") or "/bin/true"
+        with tempfile.TemporaryDirectory(prefix="envevo-probe-") as tmp:
+            rootfs = Path(tmp) / "rootfs"
+            libs = re.findall(r"(/\S+) \(0x", _run(["ldd", true], timeout=10).stdout)  # none if static
+            try:
+                for src in (true, *libs):
+                    dest = rootfs / src.lstrip("/")
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(Path(src).resolve(), dest)
+            except OSError as exc:
+                return subprocess.CompletedProcess([true], 127, "", f"cannot prepare the probe's rootfs: {exc}")
+            if self.engine == "podman":
+                return _run(["podman", "run", "--rm", "--rootfs", str(rootfs), true], timeout=PROBE_TIMEOUT)
+            tag = f"envevo-probe:{os.getpid()}"
+            tar = _run(["tar", "-C", str(rootfs), "-cf", str(Path(tmp) / "rootfs.tar"), "."], timeout=60)
+            imported = tar if tar.returncode else _run(["docker", "import", str(Path(tmp) / "rootfs.tar"), tag])
+            if imported.returncode:
+                return imported
+            try:
+                return _run(["docker", "run", "--rm", tag, true], timeout=PROBE_TIMEOUT)
+            finally:
+                _run(["docker", "rmi", "-f", tag])
 
     def container_start(self) -> Check:
         proc = self._probe()
@@ -288,6 +318,9 @@ class Doctor:
             detail = f"{self.engine} run works" + (f" (CONTAINERS_CONF={using})" if using else "")
             return Check(name="container start", status=Status.OK, detail=detail)
         error = (proc.stderr.strip().splitlines() or ["unknown error"])[-1][:200]
+        if proc.returncode == 127 and "timed out" in proc.stderr:  # busy (a command holds its storage), not refusing: no conf helps
+            return Check(name="container start", status=Status.FAIL, detail=f"{self.engine} run did not end in {PROBE_TIMEOUT} s",
+                         fix=f"{self.engine} ps -a  # see what holds the engine, then run envevo doctor again")
         if self.engine == "podman" and self.fix and using in (None, str(conf)):
             conf.parent.mkdir(parents=True, exist_ok=True)
             conf.write_text(CONTAINERS_CONF)
@@ -296,7 +329,10 @@ class Doctor:
                 return Check(name="container start", status=Status.FIXED,
                              detail=f"wrote {conf} (envevo applies it itself; for other tools: export CONTAINERS_CONF={conf})")
         return Check(name="container start", status=Status.FAIL, detail=f"{self.engine} run fails: {error}",
-                     fix="envevo doctor --fix" if not self.fix else f"{self.engine} run --rm {PROBE_IMAGE} true  # and read the error")
+                     fix="envevo doctor --fix" if not self.fix
+                     else f"unset CONTAINERS_CONF ({using}), then envevo doctor --fix" if using and using != str(conf)
+                     else f"{self.engine} info  # check the engine itself"
+                     + (f": {conf} did not make containers start" if self.engine == "podman" else ""))
 
     def orphans(self) -> Check:
         from envevo.runtime import list_containers, sweep_orphans

@@ -13,7 +13,8 @@ class RunPaths(BaseModel):
 
     - ``store.sqlite``: the lineage index (WAL mode; ``-wal``/``-shm`` files sit beside it);
     - ``tasks/<content_hash>/``: immutable task versions, full Harbor task dirs;
-    - ``.tmp/``: task dirs being written, renamed into ``tasks/`` when complete.
+    - ``.tmp/``: task dirs being written, renamed into ``tasks/`` when complete;
+    - ``run.lock``: flocked by the one ``envevo evolve`` that writes the run (``_lock``).
     """
 
     run_dir: Path
@@ -26,6 +27,10 @@ class RunPaths(BaseModel):
     @property
     def db(self) -> Path:
         return self.run_dir / "store.sqlite"
+
+    @property
+    def lock(self) -> Path:
+        return self.run_dir / "run.lock"
 
     @property
     def tasks(self) -> Path:

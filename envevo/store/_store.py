@@ -29,6 +29,7 @@ from pathlib import Path
 from envevo.errors import TaskError
 from envevo.store._accounting import Accounting
 from envevo.store._db import connect
+from envevo.store._lock import RunLock
 from envevo.store._models import StoreError
 from envevo.store._paths import RunPaths
 from envevo.store._versions import Versions
@@ -38,12 +39,17 @@ from envevo.task import dir_hash
 class LineageStore(Versions, Accounting):
     """The lineages of one run directory. Open with :meth:`open`; close (or use as a context manager)."""
 
+    _lock: RunLock | None = None
+
     @classmethod
-    def open(cls, run_dir: str | os.PathLike[str], *, create: bool = True, durable: bool = True) -> LineageStore:
+    def open(cls, run_dir: str | os.PathLike[str], *, create: bool = True, durable: bool = True,
+             hold: str | None = None) -> LineageStore:
         """Open the store of ``run_dir``; with ``create`` make the directory and store when missing.
 
         ``durable=False`` skips fsyncs (tests, scratch runs): still consistent after kill -9, not after
-        power loss.
+        power loss. ``hold`` (the command, e.g. "envevo evolve") makes this process the run's one writer until
+        :meth:`close`, before anything is read or written; another holder makes it refuse, naming that one's PID.
+        Readers (``lineage show``, ``report``) do not hold.
         """
         paths = RunPaths(run_dir=Path(run_dir).expanduser().absolute())
         root = paths.run_dir
@@ -65,12 +71,21 @@ class LineageStore(Versions, Accounting):
                 raise StoreError(
                     f"cannot create run directory {root}: {e.strerror or e}; check the path and permissions"
                 ) from e
-        store = cls(paths, connect(paths.db, create=create, durable=durable), durable=durable)
+        lock = RunLock.acquire(paths.lock, hold) if hold else None
+        try:
+            store = cls(paths, connect(paths.db, create=create, durable=durable), durable=durable)
+        except BaseException:
+            if lock:
+                lock.release()
+            raise
+        store._lock = lock
         store._blobs.clean_tmp()
         return store
 
     def close(self) -> None:
         self._db.close()
+        if self._lock:
+            self._lock.release()
 
     def __enter__(self) -> LineageStore:
         return self

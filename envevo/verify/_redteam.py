@@ -6,8 +6,9 @@ only when every exploit scores 0; a failure names the exploit and quotes its evi
 it got and the trial dir.
 
 - reward above 0 → the exploit broke the task (fail);
-- reward 0, no reward, or a verifier error → the exploit was resisted (the tests were not fooled);
-- the sandbox never ran the exploit (a build or infrastructure failure) → inconclusive.
+- reward 0, no reward, or a verifier error after the tests ran → the exploit was resisted (the tests were not fooled);
+- the trial never reached the tests (a build or infrastructure failure, an agent timeout, a verifier error with no
+  test output) → inconclusive, never a pass: a verifier that never ran says nothing about the exploit.
 
 Agent exploits (the LLM hacker) act in a sandbox of their own beside the pool (`attack_task`, holding the same
 gate) and replay their hack as a trial: judged the same way. Without a model they are skipped, and the report
@@ -20,6 +21,7 @@ import asyncio
 import hashlib
 import re
 import uuid
+from enum import StrEnum
 from pathlib import Path
 
 from envevo.runtime import ErrorKind, TrialOutcome, TrialSpec
@@ -29,6 +31,29 @@ from envevo.verify._verdict import VerifierReport
 from envevo.verify.exploits import SCRIPTED_AGENT, AgentAttack, exploit_names, get_exploit
 
 _TRIAL = re.compile(r"__rt-([a-z0-9_]+)__")
+# Trials that end so never reached the tests, whatever the exploit did.
+_NEVER_RAN = (ErrorKind.ENVIRONMENT_BUILD_FAILURE, ErrorKind.INFRASTRUCTURE_ERROR, ErrorKind.AGENT_TIMEOUT)
+
+
+class ExploitResult(StrEnum):
+    """What one exploit trial says about the task."""
+
+    BROKEN = "broken"  # reward above 0 without solving it
+    RESISTED = "resisted"  # the tests ran and were not fooled
+    INCONCLUSIVE = "inconclusive"  # the trial never reached the tests
+
+
+def exploit_result(o: TrialOutcome) -> tuple[ExploitResult, str]:
+    """The result of one exploit trial, and for an inconclusive one why (without the trial dir)."""
+    if o.error_kind in _NEVER_RAN:
+        return ExploitResult.INCONCLUSIVE, (f"the exploit never ran to the tests: {o.error_kind.value}: "
+                                            f"{o.error_message or '(no message)'}")
+    if o.reward is not None and o.reward > 0:
+        return ExploitResult.BROKEN, ""
+    if o.error_kind is ErrorKind.VERIFIER_ERROR and not read_trial_logs(o.trial_dir).test_stdout.strip():
+        return ExploitResult.INCONCLUSIVE, (f"the verifier failed before any test ran: {o.error_kind.value}: "
+                                            f"{o.error_message or '(no message)'}")
+    return ExploitResult.RESISTED, ""
 
 
 def parse_red_team(value: str) -> tuple[bool, int | None]:
@@ -150,11 +175,11 @@ class RedTeamVerifier:
             name = m.group(1) if m else (trial_names[i] if i < len(trial_names) else f"exploit {i + 1}")
             tried.append(name)
             where = f" (logs: {o.trial_dir})" if o.trial_dir else " (no trial dir: the trial never started)"
-            if o.error_kind in (ErrorKind.ENVIRONMENT_BUILD_FAILURE, ErrorKind.INFRASTRUCTURE_ERROR, ErrorKind.AGENT_TIMEOUT):
-                unknown.append(f"{name}: inconclusive: the exploit never ran to the tests: {o.error_kind.value}: "
-                               f"{o.error_message or '(no message)'}{where}")
+            result, why = exploit_result(o)
+            if result is ExploitResult.INCONCLUSIVE:
+                unknown.append(f"{name}: inconclusive: {why}{where}")
                 continue
-            if o.reward is not None and o.reward > 0:
+            if result is ExploitResult.BROKEN:
                 planted = _planted(o)
                 logs = read_trial_logs(o.trial_dir)
                 broken.append(f"{name}: reward {o.reward} without solving the task{where}\n"
@@ -187,10 +212,9 @@ def _judge_attack(a: AgentAttack, tried: list[str], broken: list[str], unknown: 
         unknown.append(f"{a.exploit}: inconclusive: {a.error}")
     elif o is None:
         return  # the agent found nothing worth replaying: resisted
-    elif o.error_kind in (ErrorKind.ENVIRONMENT_BUILD_FAILURE, ErrorKind.INFRASTRUCTURE_ERROR, ErrorKind.AGENT_TIMEOUT):
-        unknown.append(f"{a.exploit}: inconclusive: its hack never ran to the tests: {o.error_kind.value}: "
-                       f"{o.error_message or '(no message)'}{where}")
-    elif o.reward is not None and o.reward > 0:
+    elif (result := exploit_result(o))[0] is ExploitResult.INCONCLUSIVE:
+        unknown.append(f"{a.exploit}: inconclusive: {result[1].replace('the exploit', 'its hack', 1)}{where}")
+    elif result[0] is ExploitResult.BROKEN:
         planted = _planted(o)
         broken.append(f"{a.exploit}: reward {o.reward} without solving the task{where}\n  hack: {a.summary}\n"
                       + (f"  new rubric criterion: {a.criterion}\n" if a.criterion else "")

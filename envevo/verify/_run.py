@@ -6,8 +6,9 @@ import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from envevo.errors import TaskError
 from envevo.runtime import TrialOutcome, TrialSpec
-from envevo.task import Task
+from envevo.task import Task, dir_hash
 from envevo.verify._redteam import RedTeamVerifier, parse_red_team
 from envevo.verify._rubric import TaskVerifier
 from envevo.verify._verdict import Verdict
@@ -24,6 +25,19 @@ def default_verifiers(repeats: int = 2, red_team: str = "off") -> list[TrialVeri
     return verifiers
 
 
+def _check_unchanged(before: dict[Path, str]) -> None:
+    """A task is immutable while it is verified: a verdict on files that changed under it says nothing.
+
+    No container can write the host (envevo/runtime), so a change here is another process's doing; it is an error
+    that names the dir, never a silent re-run."""
+    for task_dir, digest in before.items():
+        now = dir_hash(task_dir)
+        if now != digest:
+            raise TaskError(f"{task_dir} changed while it was verified (content hash {digest[:12]} -> {now[:12]}): its "
+                            "verdict is void; restore the task (e.g. from its content-addressed copy in the store) "
+                            "and verify it again")
+
+
 async def verify_tasks(
     tasks: Sequence[tuple[str, Path]],
     trials_dir: Path,
@@ -36,6 +50,7 @@ async def verify_tasks(
 ) -> list[Verdict]:
     """Verify (name, runnable task dir) pairs. A task is ok only if every verifier passes."""
     verifiers = list(verifiers) if verifiers is not None else default_verifiers()
+    before = {task_dir: dir_hash(task_dir) for _, task_dir in tasks}
     plan: list[tuple[int, str, TrialSpec]] = []  # (task index, verifier name, spec)
     for i, (name, task_dir) in enumerate(tasks):
         for v in verifiers:
@@ -58,6 +73,7 @@ async def verify_tasks(
     outcomes, *_ = await asyncio.gather(
         run_trials([spec for _, _, spec in plan], concurrency=concurrency, retries=retries, on_done=done, gate=gate),
         *attacks)
+    _check_unchanged(before)
 
     verdicts = []
     for i, (name, task_dir) in enumerate(tasks):

@@ -24,7 +24,8 @@ def verdicts(sandbox, tmp_path_factory):
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     # The sandbox layer's verdicts, so the red team off. With it on (the default), measured 1 Dec 2026: the tasks that
     # test in the agent's container fail (reward_forgery breaks them, missing-runner included, which turns
-    # inconclusive → fail); separate-verifier and compose stay ok. tests/verify/test_redteam.py covers the red team.
+    # inconclusive → fail); separate-verifier and compose stayed ok; compose now fails by construction (the static
+    # shared_compose exploit: its tests share the agent's container). tests/verify/test_redteam.py covers the red team.
     proc = run_cli("verify", str(REALISTIC), "--red-team", "off", "--json", "--jobs-dir", str(tmp_path_factory.mktemp("jobs")))
     assert proc.returncode == 1, proc.stderr  # the broken ones make the run fail
     return {v["task"]: v for v in json.loads(proc.stdout)}

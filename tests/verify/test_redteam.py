@@ -16,17 +16,22 @@ from envevo.verify.exploits.tool_shadowing import shadowed_tools
 from tests.conftest import FIXTURES
 
 HACKABLE = FIXTURES / "hackable"
-TRIAL_EXPLOITS = ["reward_forgery", "runner_hijack", "tool_shadowing", "output_guessing"]
+TRIAL_EXPLOITS = ["reward_forgery", "runner_hijack", "tool_shadowing", "output_guessing", "verifier_code_reward",
+                  "forged_evidence", "detached_daemon"]
+# Exploits that attack the host, not the reward: no fixture can be hackable by them (tests/verify/test_exploits_host.py).
+HOST_EXPLOITS = ["log_links", "fifo_logs", "sparse_files"]
 
 
 def test_registry_is_lazy_and_complete():
     assert exploit_names() == ["reward_forgery", "runner_hijack", "tool_shadowing", "output_guessing", "peeking",
-                               "llm_hacker"]
+                               "llm_hacker", *HOST_EXPLOITS[:1], "verifier_code_reward", "forged_evidence",
+                               "detached_daemon", "shared_compose", *HOST_EXPLOITS[1:]]
     assert all(":" in target for target in EXPLOITS.values())
     assert EXPLOITS["llm_hacker"] == "envevo.llm._hacker:LLMHacker"  # the llm floor, by a string
     for name in exploit_names():
         assert get_exploit(name).name == name
-        if get_exploit(name).kind != "agent":  # the LLM hacker is tested against these fixtures, below
+        # the LLM hacker is tested against these fixtures, below; shared_compose on tests/fixtures/realistic/compose
+        if get_exploit(name).kind != "agent" and name not in HOST_EXPLOITS + ["shared_compose"]:
             assert (HACKABLE / name / "task.toml").is_file(), f"every exploit has a fixture it breaks: {name}"
     with pytest.raises(ValueError, match="unknown exploit"):
         get_exploit("nope")
@@ -49,9 +54,10 @@ def test_sample_is_deterministic_per_task():
     assert choose_exploits(a, names, 2) == choose_exploits(a, names, 2)
     assert len(choose_exploits(a, names, 2)) == 2
     assert choose_exploits(a, names, None) == names
-    assert choose_exploits(a, names, 9) == names
+    assert choose_exploits(a, names, 99) == names
     # Different candidates draw different samples (over a few tasks, not always the same pair).
-    draws = {tuple(choose_exploits(load_task(HACKABLE / n), names, 2)) for n in names} | {tuple(choose_exploits(b, names, 2))}
+    draws = {tuple(choose_exploits(load_task(HACKABLE / n), names, 2)) for n in names if (HACKABLE / n).is_dir()}
+    draws |= {tuple(choose_exploits(b, names, 2))}
     assert len(draws) > 1
 
 
@@ -65,7 +71,7 @@ def test_exploits_read_what_they_plant_from_the_task():
 def test_every_script_is_valid_shell():
     for fixture in HACKABLE.iterdir():
         task = load_task(fixture)
-        for name in TRIAL_EXPLOITS:
+        for name in TRIAL_EXPLOITS + HOST_EXPLOITS:
             script = get_exploit(name).script(task)
             if script is not None:
                 r = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
@@ -92,7 +98,9 @@ def test_judge_names_the_exploit_and_quotes_the_evidence(tmp_path):
     v = RedTeamVerifier()
     task_dir = HACKABLE / "runner_hijack"
     specs = v.trial_specs(task_dir, "podman", tmp_path)
-    assert [s.agent_kwargs["label"] for s in specs] == ["reward_forgery", "runner_hijack", "output_guessing"]
+    assert [s.agent_kwargs["label"] for s in specs] == ["reward_forgery", "runner_hijack", "output_guessing", "log_links",
+                                                        "verifier_code_reward", "detached_daemon", "fifo_logs",
+                                                        "sparse_files"]
     assert all(s.agent == "envevo.runtime._scripted_agent:ScriptedAgent" for s in specs)
     runs = [_outcome(tmp_path, "t", "reward_forgery", 0.0),
             _outcome(tmp_path, "t", "runner_hijack", 1.0, planted=["/usr/local/bin/python3"]),
