@@ -227,24 +227,34 @@ def _notes(trial_dir) -> list[str]:
             for line in f.read_text().splitlines() if line.strip()]
 
 
-def _quiesce_after_agent(trial: Trial) -> None:
-    """With a separate verifier, end the agent's processes as soon as its phase is over.
+def _guard_phases(trial: Trial) -> None:
+    """Close the gap between the agent's phase and the verifier's, on envevo's local environment.
 
-    The collect hooks and artifact copies that follow then read a filesystem that nothing of the agent's can
-    still change (a daemon rewriting a listing after the hook). Single-step tasks only: a multi-step task's agent
-    goes on in the same container. A shared verifier keeps them, since its tests may query what the agent started."""
+    - Separate verifier: the agent's processes end as soon as its phase is over, so the collect hooks and artifact
+      copies that follow read a filesystem nothing of the agent's can still change (a daemon rewriting a listing).
+      Single-step tasks only: a multi-step task's agent goes on in the same container.
+    - Shared verifier: the agent's processes stay (the tests may query what it started), but /logs/verifier is
+      made anew, root's and 755, before the tests: a FIFO planted at test-stdout.txt would hang them, a link would
+      send their output elsewhere."""
     from harbor.models.task.verifier_mode import VerifierEnvironmentMode, resolve_task_verifier_mode
+    from harbor.models.trial.paths import EnvironmentPaths
     from harbor.trial.hooks import TrialEvent
 
     environment = getattr(trial, "agent_environment", None)
-    if (not hasattr(environment, "quiesce") or trial.task.config.steps
-            or resolve_task_verifier_mode(trial.task.config) != VerifierEnvironmentMode.SEPARATE):
+    if not hasattr(environment, "quiesce") or trial.task.config.steps:
+        return
+    if resolve_task_verifier_mode(trial.task.config) == VerifierEnvironmentMode.SEPARATE:
+        async def quiesce(_event) -> None:
+            await environment.quiesce()  # type: ignore[union-attr]
+
+        trial.add_hook(TrialEvent.AGENT_END, quiesce)
         return
 
-    async def quiesce(_event) -> None:
-        await environment.quiesce()  # type: ignore[union-attr]
+    async def fresh_verifier_dir(_event) -> None:
+        with environment.with_default_user(trial.task.config.verifier.user):  # type: ignore[union-attr]
+            await environment.empty_dirs([EnvironmentPaths.for_os(environment.os).verifier_dir])  # type: ignore[union-attr]
 
-    trial.add_hook(TrialEvent.AGENT_END, quiesce)
+    trial.add_hook(TrialEvent.VERIFICATION_START, fresh_verifier_dir)
 
 
 async def run_trial(spec: TrialSpec) -> TrialOutcome:
@@ -260,7 +270,7 @@ async def run_trial(spec: TrialSpec) -> TrialOutcome:
             error_kind=ErrorKind.INFRASTRUCTURE_ERROR,
             error_message=f"{type(exc).__name__}: {exc}".splitlines()[0][:500],
         )
-    _quiesce_after_agent(trial)
+    _guard_phases(trial)
     result = await trial.run()
     task = asyncio.current_task()
     if task is not None and task.cancelling():
