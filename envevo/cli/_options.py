@@ -52,7 +52,9 @@ Concurrency = Annotated[int, typer.Option("--concurrency", min=1, help="Sandbox 
 Repeats = Annotated[int, typer.Option("--repeats", min=1, help="Oracle runs per task; all must reach reward 1.0.",
                                       rich_help_panel=SANDBOX)]
 RedTeam = Annotated[str, typer.Option("--red-team", help="Exploit agents (reward forgery, runner hijack, tool "
-                                      "shadowing, output guessing, peeking) must all score 0: on, off, or sample:N.",
+                                      "shadowing, output guessing, peeking, log links, code the verifier runs, "
+                                      "forged evidence, detached daemons, FIFOs, sparse files) must all score 0: on, "
+                                      "off, or sample:N.",
                                       rich_help_panel=SANDBOX)]
 ImageMapOpt = Annotated[list[str], typer.Option("--image-map", help="Rewrite a base image, e.g. "
                                                 "ubuntu:24.04=registry.local/ubuntu:24.04 (repeatable).",

@@ -43,7 +43,7 @@ def verify(
     --json prints one list, one object per task."""
     from envevo.sandbox import runnable_copy
     from envevo.task import first_duplicate, load_image_map, load_task_args
-    from envevo.verify import default_verifiers, verify_tasks
+    from envevo.verify import default_verifiers, unmet_on_host, verify_tasks
 
     check_red_team(red_team)
     preflight(env)
@@ -63,7 +63,7 @@ def verify(
     runnable = [(name, task_dir) for name, (task_dir, _) in prepared.items()]
 
     verifiers = default_verifiers(repeats, red_team=red_team)
-    total = sum(len(v.trial_specs(d, env, jobs / n)) for n, d in runnable for v in verifiers)
+    total = sum(len(v.trial_specs(d, env, jobs / n)) for n, d in runnable if unmet_on_host(d) is None for v in verifiers)
     t0 = time.monotonic()
     with progress(f"verifying {len(runnable)} task(s)", total) as advance:
         verdicts = asyncio.run(

@@ -14,6 +14,7 @@ from envevo.runtime._image_cache import CACHE_LABEL, CACHE_REPO, cache_tag, envi
 from envevo.runtime._network import network_policy
 from envevo.runtime._outcome import ErrorKind, PhaseTimings, TrialOutcome, TrialSpec
 from envevo.runtime._quota import Backoff, Limiter, LocalLimiter, is_provider_error, quota_settings, set_limiter, set_quota
+from envevo.runtime._schema import SchemaCheck, SchemaProblem, harbor_schema
 from envevo.runtime._session import SandboxSession, SessionError, SessionResult, open_session
 
 __all__ = [
@@ -38,6 +39,9 @@ __all__ = [
     "ErrorKind",
     "PhaseTimings",
     "SandboxSession",
+    "SchemaCheck",
+    "SchemaProblem",
+    "harbor_schema",
     "SessionError",
     "SessionResult",
     "ShellDriver",

@@ -3,7 +3,14 @@ the image budget, and trust of a TLS-intercepting proxy's CA."""
 
 from envevo.sandbox._doctor import Check, Doctor, Status, images_of
 from envevo.sandbox._paths import activate, containers_conf, home
-from envevo.sandbox._preflight import keep_image_budget, preflight, runnable_copy, substitutions
+from envevo.sandbox._preflight import (
+    builder_knows_heredocs,
+    harbor_ready,
+    keep_image_budget,
+    preflight,
+    runnable_copy,
+    substitutions,
+)
 from envevo.sandbox._prune import LocalImage, PruneResult, enforce_budget, prune, select_prune
 from envevo.sandbox._refs import ImageRef, dockerfile_bases, parse_ref
 from envevo.sandbox._standins import (
@@ -21,6 +28,6 @@ __all__ = [
     "Check", "Doctor", "ImageRef", "LocalImage", "PruneResult", "StandinEntry", "StandinPlan", "Status",
     "activate", "choose_python_suite", "containers_conf", "dockerfile_bases", "enforce_budget", "ensure_standin",
     "home", "images_of", "keep_image_budget", "load_registry", "parse_ref", "plan_standin", "preflight", "prune",
-    "runnable_copy", "select_prune", "standins_for", "substitutions",
+    "builder_knows_heredocs", "harbor_ready", "runnable_copy", "select_prune", "standins_for", "substitutions",
     "ubuntu_suite",
 ]

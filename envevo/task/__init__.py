@@ -10,6 +10,8 @@ from envevo.task._components import COMPONENTS, Component, check_component, comp
 from envevo.task._config import CURRENT_SCHEMA_VERSION
 from envevo.task._diff import ComponentDiff, FileChange, TaskDiff, diff_tasks, files_kept
 from envevo.task._files import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_TOTAL_BYTES, TaskFile, safe_relpath
+from envevo.task._heredoc import find_heredocs, rewrite_heredocs
+from envevo.task._host_env import HostEnvNeed, host_env_needs
 from envevo.task._images import (
     ImageMap,
     canonical_image,
@@ -23,6 +25,7 @@ from envevo.task._images import (
     rewrite_compose,
     rewrite_dockerfile,
     rewrite_images,
+    rewrite_task_heredocs,
     task_images,
 )
 from envevo.task._load import (
@@ -56,6 +59,11 @@ __all__ = [
     "first_duplicate",
     "load_task_args",
     "check_component",
+    "HostEnvNeed",
+    "host_env_needs",
+    "find_heredocs",
+    "rewrite_heredocs",
+    "rewrite_task_heredocs",
     "component_of",
     "content_hash",
     "detect_format",

@@ -21,6 +21,7 @@ from envevo.errors import TaskError
 from envevo.task._compose import COMPOSE_NAMES
 from envevo.task._config import parse_toml
 from envevo.task._files import TaskFile, decode_text
+from envevo.task._heredoc import rewrite_heredocs
 from envevo.task._load import dir_hash, load_task, save
 from envevo.task._model import Task
 
@@ -194,6 +195,31 @@ def rewrite_images(task: Task, image_map: ImageMap) -> Task:
     if changed:
         new.config = config
     return new
+
+
+def rewrite_task_heredocs(task: Task) -> tuple[Task, int]:
+    """A copy of ``task`` whose Dockerfiles use no BuildKit heredocs (see ``_heredoc``), and how many were rewritten.
+    A body copied into the image becomes a generated file next to its Dockerfile. An unterminated heredoc is the
+    task's error."""
+    new = task.model_copy(deep=True)
+    count = 0
+    for path, f in task.files.items():
+        name = path.rsplit("/", 1)[-1]
+        text = decode_text(f.data) if _is_dockerfile(name) else None
+        if text is None or "<<" not in text:
+            continue
+        try:
+            done = rewrite_heredocs(text)
+        except ValueError as e:
+            raise TaskError(f"{path}: {e}") from None
+        if not done.count:
+            continue
+        count += done.count
+        new.files[path] = TaskFile(data=done.text.encode("utf-8"), executable=f.executable)
+        folder = path.rsplit("/", 1)[0] + "/" if "/" in path else ""
+        for rel, data in done.files.items():
+            new.files[folder + rel] = TaskFile(data=data)
+    return new, count
 
 
 def _environment_tables(config: dict[str, Any]) -> list[dict[str, Any]]:

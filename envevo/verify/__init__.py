@@ -14,8 +14,8 @@ from envevo.verify._evidence import reward_of
 from envevo.verify._feedback import ctrf_failures, run_digest
 from envevo.verify._redteam import RedTeamVerifier, broken_by, choose_exploits, parse_red_team
 from envevo.verify._rubric import RuleRubric, TaskVerifier
-from envevo.verify._run import default_verifiers, verify_candidate, verify_tasks
-from envevo.verify._verdict import Verdict, VerifierReport
+from envevo.verify._run import default_verifiers, unmet_on_host, verify_candidate, verify_tasks
+from envevo.verify._verdict import Unmet, Verdict, VerifierReport
 from envevo.verify._verifiers import InvalidTestVerifier, OracleVerifier, TrialVerifier
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "RuleRubric",
     "TaskVerifier",
     "TrialVerifier",
+    "Unmet",
     "Verdict",
     "VerifierReport",
     "audit_record",
@@ -42,6 +43,7 @@ __all__ = [
     "reward_of",
     "run_digest",
     "summarize_audit",
+    "unmet_on_host",
     "verify_candidate",
     "verify_tasks",
 ]

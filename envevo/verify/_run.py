@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from envevo.errors import TaskError
 from envevo.runtime import TrialOutcome, TrialSpec
-from envevo.task import Task, dir_hash
+from envevo.task import Task, dir_hash, host_env_needs
 from envevo.verify._redteam import RedTeamVerifier, parse_red_team
 from envevo.verify._rubric import TaskVerifier
-from envevo.verify._verdict import Verdict
+from envevo.verify._verdict import Unmet, Verdict, VerifierReport
 from envevo.verify._verifiers import InvalidTestVerifier, OracleVerifier, TrialVerifier
 
 
@@ -38,6 +39,17 @@ def _check_unchanged(before: dict[Path, str]) -> None:
                             "and verify it again")
 
 
+def unmet_on_host(task_dir: Path) -> Unmet | None:
+    """What this host lacks to run `task_dir`'s trials at all: host variables its ``${VAR}`` templates name (Harbor
+    would fail those trials, and a failed oracle would blame the task)."""
+    try:
+        config = tomllib.loads((task_dir / "task.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None  # the trials report what is wrong with it
+    needs = host_env_needs(config)
+    return Unmet(needs=needs) if needs else None
+
+
 async def verify_tasks(
     tasks: Sequence[tuple[str, Path]],
     trials_dir: Path,
@@ -51,8 +63,12 @@ async def verify_tasks(
     """Verify (name, runnable task dir) pairs. A task is ok only if every verifier passes."""
     verifiers = list(verifiers) if verifiers is not None else default_verifiers()
     before = {task_dir: dir_hash(task_dir) for _, task_dir in tasks}
+    # Named before any trial: a task this host cannot run gets no trials and an inconclusive verdict.
+    unmet = {i: u for i, (_, task_dir) in enumerate(tasks) if (u := unmet_on_host(task_dir)) is not None}
     plan: list[tuple[int, str, TrialSpec]] = []  # (task index, verifier name, spec)
     for i, (name, task_dir) in enumerate(tasks):
+        if i in unmet:
+            continue
         for v in verifiers:
             for spec in v.trial_specs(task_dir, env, trials_dir / name):
                 plan.append((i, v.name, spec))
@@ -68,7 +84,8 @@ async def verify_tasks(
         raise ValueError("concurrency must be at least 1")
     gate = gate or asyncio.Semaphore(concurrency)
     attacks = [v.attack_task(task_dir, env, trials_dir / name, gate)
-               for name, task_dir in tasks for v in verifiers if hasattr(v, "attack_task")]
+               for i, (name, task_dir) in enumerate(tasks) if i not in unmet
+               for v in verifiers if hasattr(v, "attack_task")]
     outcomes: list[TrialOutcome]
     outcomes, *_ = await asyncio.gather(
         run_trials([spec for _, _, spec in plan], concurrency=concurrency, retries=retries, on_done=done, gate=gate),
@@ -77,6 +94,10 @@ async def verify_tasks(
 
     verdicts = []
     for i, (name, task_dir) in enumerate(tasks):
+        if i in unmet:
+            skipped = {v.name: VerifierReport(name=v.name, passed=False, inconclusive=True) for v in verifiers}
+            verdicts.append(Verdict(task=name, task_dir=task_dir, ok=False, reports=skipped, unmet=unmet[i]))
+            continue
         reports = {}
         for v in verifiers:
             runs = [o for (ti, vn, _), o in zip(plan, outcomes, strict=True) if ti == i and vn == v.name]
@@ -111,4 +132,5 @@ async def verify_candidate(
     reports = await asyncio.gather(*(c.check(task, task_dir) for c in checks))
     verdict = (await trials)[0]
     all_reports = {**verdict.reports, **{r.name: r for r in reports}}
-    return Verdict(task=verdict.task, task_dir=task_dir, ok=all(r.passed for r in all_reports.values()), reports=all_reports)
+    return Verdict(task=verdict.task, task_dir=task_dir, ok=verdict.unmet is None and all(r.passed for r in all_reports.values()),
+                   reports=all_reports, unmet=verdict.unmet)

@@ -7,6 +7,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from envevo.runtime import TrialOutcome
+from envevo.task import HostEnvNeed
 
 
 class VerifierReport(BaseModel):
@@ -21,6 +22,24 @@ class VerifierReport(BaseModel):
     runs: list[TrialOutcome] = Field(default_factory=list)
 
 
+class Unmet(BaseModel):
+    """What this host lacks for the task to be verified at all (a host variable its ``${VAR}`` templates name). No trial
+    ran: the verdict is inconclusive, never a fail against the task."""
+
+    needs: list[HostEnvNeed]
+
+    def __str__(self) -> str:
+        by_phase: dict[str, list[str]] = {}
+        for n in self.needs:
+            by_phase.setdefault(n.phase, []).append(n.var)
+        return "; ".join(f"the {phase} needs {', '.join(dict.fromkeys(names))}" for phase, names in by_phase.items())
+
+    @property
+    def fix(self) -> str:
+        names = " ".join(f"{v}=…" for v in dict.fromkeys(n.var for n in self.needs))
+        return f"export {names} on this host, then verify again"
+
+
 class Verdict(BaseModel):
     task: str
     task_dir: Path
@@ -28,23 +47,32 @@ class Verdict(BaseModel):
     reports: dict[str, VerifierReport]
     # Base images replaced by local stand-ins for this run, each stated ("python:3.12-slim → Debian trixie, Python 3.13").
     substitutions: list[str] = Field(default_factory=list)
+    # Set when the host cannot verify the task at all: no trial ran, and the status is inconclusive.
+    unmet: Unmet | None = None
 
     @property
     def status(self) -> str:
-        """ok, fail, or inconclusive (some verifier had no evidence and none failed outright)."""
+        """ok, fail, or inconclusive (the host lacks what the task needs, or some verifier had no evidence and none
+        failed outright)."""
         if self.ok:
             return "ok"
+        if self.unmet is not None:
+            return "inconclusive"
         failed = [r for r in self.reports.values() if not r.passed and not r.inconclusive]
         return "fail" if failed else "inconclusive"
 
     @property
     def reasons(self) -> list[str]:
-        return [f"{name}: {r}" for name, rep in self.reports.items() for r in rep.reasons]
+        unmet = [f"inconclusive: {self.unmet} ({self.unmet.fix})"] if self.unmet is not None else []
+        return unmet + [f"{name}: {r}" for name, rep in self.reports.items() for r in rep.reasons]
 
     def summary(self) -> dict:
         """The JSON shape `envevo verify --json` prints: one object per task, a key per verifier."""
         out: dict = {"task": self.task, "task_dir": str(self.task_dir), "ok": self.ok, "status": self.status,
                      "substitutions": self.substitutions}
+        if self.unmet is not None:
+            out["unmet"] = {"reason": str(self.unmet), "fix": self.unmet.fix,
+                            "needs": [n.model_dump() for n in self.unmet.needs]}
         for name, rep in self.reports.items():
             out[name] = {
                 "passed": rep.passed,

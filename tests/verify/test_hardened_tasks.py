@@ -21,8 +21,8 @@ from tests.conftest import ROOT
 
 SEEDS = sorted(p for p in (ROOT / "examples" / "seeds").iterdir() if (p / "task.toml").is_file())
 EXPLOIT = "tests.fakes.exploit_agent:ExploitAgent"
-# (length, seed) of procedural chains: 7 carries a file tree, 34 a permission repair (modes through the collect
-# hook) and an in-place patch.
+# (length, seed) of procedural chains: 7 carries a file tree, 34 a permission repair (modes kept by the artifact
+# copy) and an in-place patch.
 PROCEDURAL = [(3, 7), (3, 34)]
 
 
@@ -33,7 +33,11 @@ def _verifier_layout(task_dir: Path, test_sh: str) -> None:
     assert all(not a.rstrip("/").endswith(("/app", "/tests")) for a in cfg["artifacts"])
     assert cfg["environment"]["network_mode"] == "no-network"
     assert "/usr/bin/python3 -I -S /tests/test_outputs.py" in test_sh
-    assert test_sh.index("echo 0 > /logs/verifier/reward.txt") < test_sh.index("echo 1 > /logs/verifier/reward.txt")
+    # /logs/verifier closed to the agent's code first; the reward written once, last, after every check ended.
+    tests = test_sh.index("/usr/bin/python3 -I -S /tests/test_outputs.py")
+    assert test_sh.index("chmod 755 /logs/verifier") < tests
+    assert test_sh.count("> /logs/verifier/reward.txt") == 1
+    assert tests < test_sh.index("rm -f /logs/verifier/reward.json") < test_sh.index("> /logs/verifier/reward.txt")
 
 
 @pytest.mark.parametrize("seed", SEEDS, ids=lambda p: p.name)
@@ -47,8 +51,9 @@ def test_procedural_verifier_is_separate_and_isolated(tmp_path: Path) -> None:
         _verifier_layout(path, (path / "tests" / "test.sh").read_text())
     assert (path / "tests" / "test.sh").read_text() == TEST_SH
     cfg = tomllib.loads((path / "task.toml").read_text())
-    [hook] = cfg["verifier"]["collect"]
-    assert "/usr/bin/stat" in hook["command"] and "/var/tmp/envevo-modes.txt" in cfg["artifacts"]
+    # No collect hook (it would run the agent's binaries); a moded path travels inside its parent directory.
+    assert "collect" not in cfg["verifier"]
+    assert "/app/data" in cfg["artifacts"]
 
 
 @pytest.mark.sandbox

@@ -5,17 +5,22 @@ base images no registry here serves; this test runs doctor again (seconds when t
 """
 
 import json
+import os
 
 import pytest
 
+from envevo.sandbox import builder_knows_heredocs
 from tests.conftest import FIXTURES, run_cli
 
 pytestmark = pytest.mark.sandbox
 
 REALISTIC = FIXTURES / "realistic"
-SOUND = {"no-network", "python-slim", "digest-pinned", "ubuntu", "crlf", "compose", "separate-verifier", "tb2-canonical"}
+SOUND = {"no-network", "python-slim", "digest-pinned", "ubuntu", "crlf", "compose", "separate-verifier", "tb2-canonical",
+         "heredoc", "plain-name"}
 STAND_INS = {"python-slim": "Python 3.13", "digest-pinned": "debian:bookworm-slim", "ubuntu": "Debian", "compose": "Python 3.13",
-             "tb2-canonical": "Python 3.13"}
+             "tb2-canonical": "Python 3.13", "plain-name": '"local/plain-name"'}
+if not builder_knows_heredocs("podman"):
+    STAND_INS["heredoc"] = "rewrote 4 BuildKit heredocs for podman"
 
 
 @pytest.fixture(scope="module")
@@ -26,13 +31,16 @@ def verdicts(sandbox, tmp_path_factory):
     # test in the agent's container fail (reward_forgery breaks them, missing-runner included, which turns
     # inconclusive → fail); separate-verifier and compose stayed ok; compose now fails by construction (the static
     # shared_compose exploit: its tests share the agent's container). tests/verify/test_redteam.py covers the red team.
-    proc = run_cli("verify", str(REALISTIC), "--red-team", "off", "--json", "--jobs-dir", str(tmp_path_factory.mktemp("jobs")))
+    # verifier-env's verifier needs ANTHROPIC_API_KEY: this host must not have it.
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    proc = run_cli("verify", str(REALISTIC), "--red-team", "off", "--json", "--jobs-dir", str(tmp_path_factory.mktemp("jobs")),
+                   env=env)
     assert proc.returncode == 1, proc.stderr  # the broken ones make the run fail
     return {v["task"]: v for v in json.loads(proc.stdout)}
 
 
 def test_every_fixture_gets_a_verdict(verdicts):
-    assert set(verdicts) == SOUND | {"missing-runner", "wrong-expected"}
+    assert set(verdicts) == SOUND | {"missing-runner", "wrong-expected", "verifier-env"}
 
 
 @pytest.mark.parametrize("task", sorted(SOUND))
@@ -44,7 +52,14 @@ def test_sound_tasks_verify(verdicts, task):
 @pytest.mark.parametrize("task, stated", sorted(STAND_INS.items()))
 def test_substitutions_are_stated(verdicts, task, stated):
     subs = verdicts[task]["substitutions"]
-    assert subs and any("→" in s and stated in s for s in subs), subs
+    assert subs and any(stated in s for s in subs), subs
+
+
+def test_a_verifier_that_needs_a_host_variable_is_inconclusive_before_any_trial(verdicts):
+    v = verdicts["verifier-env"]
+    assert v["status"] == "inconclusive" and not v["ok"]
+    assert v["unmet"]["reason"] == "the verifier needs ANTHROPIC_API_KEY"
+    assert not v["oracle"]["passed"] and v["oracle"]["inconclusive"] and not v["oracle"]["runs"]
 
 
 def test_a_runner_that_never_ran_is_inconclusive_never_a_pass(verdicts):
