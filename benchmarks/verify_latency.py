@@ -3,10 +3,13 @@
 default: `verify_tasks` on one task with `--env podman`: oracle ×2 and nop, in parallel, through Harbor's trial
          loop on envevo's own local environment (envevo/runtime/_local_env.py).
 harbor:  the same with `--env harbor:podman`: Harbor's own podman environment (Compose for every trial).
-floor:   the same three runs with bare podman: run a container from the already-built image, copy the
-         solution and tests in, run solve.sh (oracle runs only) and test.sh, read the reward, remove it. For a
-         task with a separate verifier environment, the floor copies the declared artifacts out, starts a fresh
-         container, copies them and the tests in and tests there, as Harbor does.
+floor:   the same three runs with bare podman CLI calls doing the same safe work (no host mount into any
+         container; docs/sandbox.md): `run -d` from the already-built image (no network when the task forbids it,
+         its CPU and memory limits), copy the solution in and run solve.sh (oracle runs only). With a separate
+         verifier (csv-etl): `stop` the agent's container, copy its logs and the declared artifacts out as
+         `podman cp CTR:PATH -` tar streams that the host extracts (regular files and dirs only), `run -d` a fresh
+         container, copy the artifacts and the tests in, run test.sh there. Shared: copy the tests in, run test.sh.
+         Then copy /logs/verifier out the same way, read the reward from the host's copy, `rm -f` the containers.
 
 All sides run warm (images built first, untimed) and side by side in one process, in turn, so machine noise
 hits all of them. Prints the medians and the ratios to the floor.
@@ -26,9 +29,11 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -49,50 +54,108 @@ def build_image(task: Path) -> str:
     return tag
 
 
-def separate_verifier(task: Path) -> list[str] | None:
-    """The artifacts a task hands to a separate verifier container, or None when its tests share the agent's."""
+def task_config(task: Path) -> dict:
     import tomllib
 
-    config = tomllib.loads((task / "task.toml").read_text())
+    return tomllib.loads((task / "task.toml").read_text())
+
+
+def separate_verifier(task: Path) -> list[str] | None:
+    """The artifacts a task hands to a separate verifier container, or None when its tests share the agent's."""
+    config = task_config(task)
     if (config.get("verifier") or {}).get("environment_mode") != "separate":
         return None
     return [a if isinstance(a, str) else a["source"] for a in config.get("artifacts", [])]
 
 
+def run_args(task: Path) -> list[str]:
+    """What envevo's `run -d` gets from the task too: no network when it forbids internet, its CPU and memory."""
+    env = task_config(task).get("environment") or {}
+    args = []
+    if env.get("network_mode") == "no-network" or env.get("allow_internet") is False:
+        args.append("--network=none")
+    if env.get("cpus"):
+        args += ["--cpus", str(env["cpus"])]
+    if env.get("memory_mb"):
+        args += ["--memory", f"{int(env['memory_mb'])}m"]
+    return args
+
+
+def extract_regular(stream: IO[bytes], target: Path) -> None:
+    """Extract a `podman cp CTR:PATH -` archive under `target`: regular files and directories only (no link, FIFO
+    or device is created), names confined by tarfile's data filter. The floor's side of envevo's safe copy-out."""
+    target.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=stream, mode="r|") as archive:
+        for member in archive:
+            if member.isreg() or member.isdir():
+                archive.extract(member, target, filter="data")
+
+
+async def copy_out(container: str, path: str, target: Path) -> bool:
+    """`podman cp CTR:PATH -`, the tar stream extracted on the host in a thread (as envevo does); False if absent."""
+
+    def blocking() -> bool:
+        proc = subprocess.Popen([ENGINE, "cp", f"{container}:{path}", "-"], stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        assert proc.stdout is not None
+        try:
+            extract_regular(proc.stdout, target)
+        except (tarfile.TarError, EOFError):
+            pass  # no such path: an empty stream
+        finally:
+            proc.stdout.close()
+            proc.wait()
+        return proc.returncode == 0
+
+    return await asyncio.to_thread(blocking)
+
+
 async def floor_run(image: str, task: Path, oracle: bool) -> float:
-    """One trial's container work with nothing on top: start, copy in, solve, test, read reward, remove. With a
-    separate verifier: copy the artifacts out, start a fresh container, copy them and the tests in, test there."""
+    """One trial's safe container work with nothing on top, CLI calls only.
+
+    Agent container (`run -d`, no host mount): copy the solution in and run solve.sh (oracle runs only), stop the
+    container (its processes end with the agent phase), copy the agent's logs out as a tar stream the host extracts
+    (regular files and dirs only). Separate verifier: copy the declared artifacts out the same way, run a fresh
+    container, copy them and the tests in, test there. Shared: copy the tests in and test in the agent's container
+    (not stopped then: the tests may need what it started). Either way /logs/verifier leaves as a tar stream and the
+    reward is read from the host's copy; then `rm -f` every container."""
 
     async def run(*args: str) -> str:
         proc = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
         out, _ = await proc.communicate()
         return out.decode().strip()
 
-    async def start() -> str:
-        return await run(ENGINE, "run", "-d", "--network=none", "--stop-signal", "SIGKILL", image, "sleep", "infinity")
+    async def start(logs: str) -> str:
+        # The log dir is made by the container's first command: no extra exec.
+        return await run(ENGINE, "run", "-d", *run_args(task), image, "sh", "-c", f"mkdir -p {logs} && exec sleep infinity")
 
     artifacts = separate_verifier(task)
-    cids = [await start()]
-    try:
-        await run(ENGINE, "exec", cids[0], "mkdir", "-p", "/logs/verifier", "/logs/agent")
-        if oracle:
-            await run(ENGINE, "cp", str(task / "solution"), f"{cids[0]}:/solution")
-            await run(ENGINE, "exec", cids[0], "bash", "/solution/solve.sh")
-        if artifacts is not None:
-            with tempfile.TemporaryDirectory() as held:
+    cids = [await start("/logs/agent /logs/verifier")]
+    with tempfile.TemporaryDirectory() as held_dir:
+        held = Path(held_dir)
+        try:
+            if oracle:
+                await run(ENGINE, "cp", str(task / "solution"), f"{cids[0]}:/solution")
+                await run(ENGINE, "exec", cids[0], "bash", "/solution/solve.sh")
+            if artifacts is not None:
+                await run(ENGINE, "stop", "--time", "0", cids[0])
+                await copy_out(cids[0], "/logs/agent", held / "agent")
+                copied = [await copy_out(cids[0], path, held / str(i)) for i, path in enumerate(artifacts)]
+                cids.append(await start("/logs/verifier"))
                 for i, path in enumerate(artifacts):
-                    await run(ENGINE, "cp", f"{cids[0]}:{path}", f"{held}/{i}")
-                cids.append(await start())
-                await run(ENGINE, "exec", cids[1], "mkdir", "-p", "/logs/verifier")
-                for i, path in enumerate(artifacts):
-                    if Path(held, str(i)).exists():
-                        await run(ENGINE, "exec", cids[1], "rm", "-rf", path)
-                        await run(ENGINE, "cp", f"{held}/{i}", f"{cids[1]}:{path}")
-        await run(ENGINE, "cp", str(task / "tests"), f"{cids[-1]}:/tests")
-        await run(ENGINE, "exec", cids[-1], "bash", "/tests/test.sh")
-        reward = await run(ENGINE, "exec", cids[-1], "cat", "/logs/verifier/reward.txt")
-    finally:
-        await run(ENGINE, "rm", "-f", *cids)
+                    src = held / str(i) / Path(path).name  # the archive names the source by its own name
+                    if copied[i] and src.exists():
+                        # A directory's content into the path (which the image may already have), as envevo uploads.
+                        await run(ENGINE, "cp", f"{src}/." if src.is_dir() else str(src), f"{cids[1]}:{path}")
+            else:
+                await copy_out(cids[0], "/logs/agent", held / "agent")
+            await run(ENGINE, "cp", str(task / "tests"), f"{cids[-1]}:/tests")
+            await run(ENGINE, "exec", cids[-1], "bash", "/tests/test.sh")
+            await copy_out(cids[-1], "/logs/verifier", held / "verifier")
+            reward_file = held / "verifier" / "verifier" / "reward.txt"
+            reward = reward_file.read_text().strip() if reward_file.is_file() else ""
+        finally:
+            await run(ENGINE, "rm", "-f", "--time", "0", *cids)
     expected = "1" if oracle else "0"
     if not reward.startswith(expected):
         raise SystemExit(f"floor run on {task.name} gave reward {reward!r}, expected {expected}")
@@ -162,7 +225,9 @@ def main() -> None:
     activate()
     task = args.task.resolve()
     image = build_image(task)
-    ours, base, harbor = [], [], []
+    ours: list[float] = []
+    base: list[float] = []
+    harbor: list[float] = []
     per_hour: dict[str, float] = {}
     red: list[dict[str, float]] = []
 

@@ -124,11 +124,24 @@ def user_errors(fn):
         except UserError as exc:
             fail(str(exc))
         except KeyboardInterrupt:
+            _ignore_further_interrupts()
             _quiet_closed_loop_noise()
             err.print("interrupted: sandboxes were torn down; re-run the command to continue")
             raise typer.Exit(130) from None
 
     return wrapper
+
+
+def _ignore_further_interrupts() -> None:
+    """One Ctrl-C is enough: another one (or a SIGTERM) must not cut short the exit sweep of sandboxes (atexit)
+    with a traceback."""
+    import signal
+
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        pass
 
 
 def _quiet_closed_loop_noise() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import signal
 
 import typer
@@ -59,11 +60,45 @@ def _register() -> None:
 _register()
 
 
-def _sigterm(_signum, _frame):
-    # SIGTERM gets the same clean shutdown as Ctrl-C, so sandboxes are torn down.
-    raise KeyboardInterrupt
+def _sigterm(_signum, frame):
+    # SIGTERM gets the same clean shutdown as Ctrl-C, so sandboxes are torn down: whatever SIGINT does now (asyncio's
+    # cancel of the command's main task, or a KeyboardInterrupt outside a loop). A process started with SIGINT
+    # ignored (a background job) still stops on SIGTERM.
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signal.SIGINT, frame)
+    else:
+        _ignore_interrupts()
+        raise KeyboardInterrupt
+
+
+def _ignore_interrupts() -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+
+
+def _one_interrupt_is_enough() -> None:
+    """Make the first Ctrl-C the only one that counts.
+
+    Inside `asyncio.run`, the first SIGINT cancels the command's main task and the teardown (Harbor's shielded
+    sandbox stops, the final cancel of every other task) runs to its end; asyncio turns a second one into a
+    KeyboardInterrupt raised wherever the loop is, which cuts that teardown short: 'Task was destroyed but it is
+    pending!', a traceback, 'coroutine … stop was never awaited'. So SIGINT and SIGTERM are ignored from the first
+    one on. The teardown is bounded (the engine's `rm -f` has a timeout) and the exit sweep removes what is left."""
+    on_sigint = getattr(asyncio.Runner, "_on_sigint", None)
+    if on_sigint is None or getattr(on_sigint, "_envevo", False):
+        return
+
+    def first_only(self, signum, frame, main_task):
+        # Ignored from now on (SIGTERM too): Runner.run restores the default handler only if its own is still there.
+        _ignore_interrupts()
+        return on_sigint(self, signum, frame, main_task)
+
+    first_only._envevo = True  # type: ignore[attr-defined]
+    asyncio.Runner._on_sigint = first_only  # type: ignore[attr-defined]
 
 
 def main() -> None:
     signal.signal(signal.SIGTERM, _sigterm)
+    _one_interrupt_is_enough()
     app()
