@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 
 import typer
@@ -77,6 +78,12 @@ def _ignore_interrupts() -> None:
         signal.signal(sig, signal.SIG_IGN)
 
 
+def _no_reaping_race(record: logging.LogRecord) -> bool:
+    # A cancelled subprocess transport polls its child while closing and can reap it before asyncio's watcher does;
+    # the watcher then warns that the exit status was already read. In a teardown the status is not used.
+    return not str(record.msg).startswith("child process pid %d exit status already read")
+
+
 def _one_interrupt_is_enough() -> None:
     """Make the first Ctrl-C the only one that counts.
 
@@ -92,6 +99,7 @@ def _one_interrupt_is_enough() -> None:
     def first_only(self, signum, frame, main_task):
         # Ignored from now on (SIGTERM too): Runner.run restores the default handler only if its own is still there.
         _ignore_interrupts()
+        logging.getLogger("asyncio").addFilter(_no_reaping_race)
         return on_sigint(self, signum, frame, main_task)
 
     first_only._envevo = True  # type: ignore[attr-defined]

@@ -57,3 +57,14 @@ def test_the_lock_is_held_per_store_and_released_on_close(tmp_path):
     first.close()
     LineageStore.open(tmp_path / "run", durable=False, hold="envevo evolve").close()
     reader.close()
+
+
+def test_evolving_a_real_task_offline_names_the_way_on(tmp_path):
+    # A user's own Harbor task under the default (procedural) engine: one line that names the model path.
+    real = ROOT / "tests" / "fixtures" / "realistic" / "python-slim"
+    result = run_cli("evolve", str(real), "--out", str(tmp_path / "run"), "--env", "daytona", timeout=120)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert f"envevo evolve {real} --engine llm --model <provider:model>" in lines[0]
+    assert "envevo seed procedural" in lines[0]

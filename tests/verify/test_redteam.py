@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import shutil
 import subprocess
 
 import pytest
@@ -83,6 +84,23 @@ def test_peeking_is_static():
     assert found and "environment/expected.txt is a copy of tests/expected.txt" in found[0]
     for name in ("resistant", "runner_hijack", "output_guessing"):
         assert get_exploit("peeking").inspect(load_task(HACKABLE / name)) == []
+
+
+def test_peeking_spares_an_input_the_instruction_hands_over(tmp_path):
+    # Real tasks keep a copy of an example input in tests/ to compute what they expect; the agent is told to read it.
+    task_dir = tmp_path / "scene"
+    shutil.copytree(HACKABLE / "peeking", task_dir)
+    (task_dir / "environment" / "expected.txt").rename(task_dir / "environment" / "scene.udel")
+    (task_dir / "tests" / "expected.txt").rename(task_dir / "tests" / "scene.udel")
+    (task_dir / "instruction.md").write_text("Render /opt/build/scene.udel and write the Fibonacci numbers to /app/fib.txt.\n")
+    assert get_exploit("peeking").inspect(load_task(task_dir)) == []
+    # Not named by the instruction: still an answer in the agent's image.
+    (task_dir / "instruction.md").write_text("Write the first 20 Fibonacci numbers to /app/fib.txt.\n")
+    assert "environment/scene.udel is a copy of tests/scene.udel" in get_exploit("peeking").inspect(load_task(task_dir))[0]
+    # A solution file is an answer even when the instruction names it.
+    (task_dir / "tests" / "scene.udel").rename(task_dir / "solution" / "scene.udel")
+    (task_dir / "instruction.md").write_text("Render /opt/build/scene.udel.\n")
+    assert "is a copy of solution/scene.udel" in get_exploit("peeking").inspect(load_task(task_dir))[0]
 
 
 def _outcome(tmp_path, name, exploit, reward, kind=ErrorKind.OK, planted=()):

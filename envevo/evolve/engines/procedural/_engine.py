@@ -6,6 +6,7 @@ import random
 from typing import Any
 
 from envevo.catalog import CatalogPrior, Chain, build_blocks, chain_from_task, chain_problems, derive_seed
+from envevo.errors import TaskError
 from envevo.evolve._engine import CriterionVerdict, GenerationContext, Proposal, Review
 from envevo.evolve.engines.procedural._compose import compose
 from envevo.evolve.engines.procedural._operators import apply_pairs, mutate
@@ -33,7 +34,14 @@ class ProceduralEngine:
         return self.prior
 
     async def extract_trace(self, task: Task) -> Trace:
-        return chain_from_task(task).trace()
+        try:
+            return chain_from_task(task).trace()
+        except TaskError as exc:
+            # A user's own task: the way on is a model; another seed is the other.
+            raise TaskError(f"task {task.name} was not made by the procedural engine (no chain in [metadata.envevo]), "
+                            f"the only kind it evolves; evolve it with a model: `envevo evolve {task.source or task.name} "
+                            "--engine llm --model <provider:model>` (docs/llm.md), or start from a procedural seed: "
+                            "`envevo seed procedural DIR`") from exc
 
     async def propose(self, task: Task, trace: Trace, direction: Direction, effort: Effort, feedback: list[str],
                       ctx: GenerationContext) -> Proposal | None:
