@@ -3,7 +3,8 @@
 The tag is derived from the environment's content (`localhost/envevo-cache:<digest>`), so an edited task gets a
 new one and every later trial, shell or exploit of the same content starts from the cached image. Images carry
 the label `envevo.cache=1`, so the image budget (envevo/sandbox) can find and prune them. A failed build leaves
-no intermediate containers (`--force-rm`) and no intermediate images (removed right after it fails).
+no intermediate containers (`--force-rm`) and no intermediate images (removed right after it fails), and is not
+retried by the other trials of the same run.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import re
 import weakref
 from pathlib import Path
 
+from envevo.runtime._host_ca import BuildTrust
+
 CACHE_REPO = "localhost/envevo-cache"
 CACHE_LABEL = "envevo.cache"
 
@@ -22,6 +25,10 @@ _locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.L
 # Layers of failed builds wait until no build of this process runs: a concurrent build of another task may be
 # using one of them as its cached parent right now, and removing it under that build fails it.
 _active: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list] = weakref.WeakKeyDictionary()
+# Tags whose build failed in this run (this event loop), with the build's output: every later trial of the same
+# content reports that failure instead of rebuilding it (a failed build cost 250-340 s, once per trial).
+_failed: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, str]] = weakref.WeakKeyDictionary()
+NOT_REBUILT = "not rebuilt: this environment's build already failed in this run; its output follows"
 
 
 def environment_digest(env_dir: Path) -> str:
@@ -46,7 +53,10 @@ async def build_cached_image(engine: str, env_dir: Path, *, force: bool = False,
                              timeout: float = 1800) -> tuple[bool, str, str]:
     """Build `env_dir` under its cache tag unless that image exists; (ok, tag, build output)."""
     tag = cache_tag(env_dir)
+    failed = _failed.setdefault(asyncio.get_running_loop(), {})
     async with _lock(tag):
+        if not force and tag in failed:
+            return False, tag, f"{NOT_REBUILT}\n{failed[tag]}"
         if not force:
             exists = await asyncio.create_subprocess_exec(engine, "image", "exists", tag,
                                                           stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
@@ -60,6 +70,7 @@ async def build_cached_image(engine: str, env_dir: Path, *, force: bool = False,
             state[0] -= 1
         if not ok:
             state[1] += _STEP_IMAGE.findall(output)
+            failed[tag] = output
         if state[0] == 0 and state[1]:
             doomed, state[1] = state[1], []
             await _remove_layers(engine, doomed)
@@ -67,10 +78,16 @@ async def build_cached_image(engine: str, env_dir: Path, *, force: bool = False,
 
 
 async def _build(engine: str, env_dir: Path, tag: str, extra_args: list[str] | None, timeout: float) -> tuple[bool, str]:
-    proc = await asyncio.create_subprocess_exec(
-        engine, "build", "--force-rm", "--label", f"{CACHE_LABEL}=1", "-t", tag, *(extra_args or []), str(env_dir),
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )
+    # Behind a TLS-intercepting proxy whose CA the host trusts, every RUN step trusts it too (envevo/runtime/_host_ca.py).
+    with BuildTrust(engine, env_dir / "Dockerfile") as trust:
+        proc = await asyncio.create_subprocess_exec(
+            engine, "build", "--force-rm", "--label", f"{CACHE_LABEL}=1", "-t", tag, *trust, *(extra_args or []),
+            str(env_dir), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        )
+        return await _finish(proc, timeout)
+
+
+async def _finish(proc: asyncio.subprocess.Process, timeout: float) -> tuple[bool, str]:
     try:
         out, _ = await asyncio.wait_for(proc.communicate(), timeout)
     except (TimeoutError, asyncio.CancelledError):

@@ -321,7 +321,9 @@ _PULL = re.compile(
     r"initializing source|creating build container|repository does not exist|"
     r"requested access to the resource is denied|short-name .* did not resolve|toomanyrequests|"
     r"unable to pull|error pulling image|failed to pull|image not known|no such image|"
-    r"reading manifest .* in \S+",
+    r"reading manifest .* in \S+|"
+    # podman's word for a `COPY --from=<image>` it could not pull.
+    r"COPY --from=\S+: no stage or image found",
     re.I,
 )
 _IMAGE_REF = re.compile(r"\b((?:[a-z0-9-]+\.)+[a-z]{2,}(?::\d+)?/[\w./-]+(?::[\w.-]+)?(?:@sha256:[0-9a-f]{64})?)")
@@ -349,7 +351,7 @@ def image_in(line: str) -> str | None:
 def pull_hint(task: str, line: str) -> str:
     """How to provide an image that cannot be pulled: fetch it, or map it to one that exists."""
     image = image_in(line) or "<image>"
-    return (f"the base image cannot be pulled; provide it with 'envevo doctor --fix --tasks {task}' "
+    return (f"an image the build needs (FROM or COPY --from) cannot be pulled; provide it with 'envevo doctor --fix --tasks {task}' "
             f"or map it with '--image-map {image}=<local or mirrored image>'")
 
 

@@ -12,6 +12,7 @@ from envevo.runtime import TrialOutcome, TrialSpec
 from envevo.task import Task, dir_hash, host_env_needs
 from envevo.verify._redteam import RedTeamVerifier, parse_red_team
 from envevo.verify._rubric import TaskVerifier
+from envevo.verify._unbuilt import collapse_unbuilt
 from envevo.verify._verdict import Unmet, Verdict, VerifierReport
 from envevo.verify._verifiers import InvalidTestVerifier, OracleVerifier, TrialVerifier
 
@@ -104,6 +105,7 @@ async def verify_tasks(
             # A verifier that also reads the task's files (the red team's static exploits) judges with its dir.
             judge_task = getattr(v, "judge_task", None)
             reports[v.name] = judge_task(task_dir, runs) if judge_task is not None else v.judge(runs)
+        reports = collapse_unbuilt(reports)
         verdicts.append(
             Verdict(
                 task=name,

@@ -1,0 +1,54 @@
+"""A task whose environment does not build: one reason, stated once, instead of one per trial.
+
+Every trial of a verification builds the same image; when the build fails, each verifier used to report the same
+build error (oracle ×2, invalid-test, every exploit). The image cache no longer rebuilds it (runtime/_image_cache),
+and here the verdict names it once. Whose fault it is decides the status:
+
+- a machine limit (a base image this host cannot pull, a build cut off by a TLS-intercepting proxy): inconclusive,
+  since no test ran and the task may be sound;
+- anything else (a RUN step that fails, a file missing from the build context): a fail against the task.
+"""
+
+from __future__ import annotations
+
+from envevo.runtime import ErrorKind, TrialOutcome
+from envevo.verify._evidence import pull_failure, read_trial_logs
+from envevo.verify._verdict import VerifierReport
+from envevo.verify._verifiers import explain_error
+
+_BUILD = ErrorKind.ENVIRONMENT_BUILD_FAILURE.value
+
+
+def machine_limit(o: TrialOutcome) -> str | None:
+    """Why this host, not the task, kept the environment from building; None if the task's own build failed."""
+    logs = read_trial_logs(o.trial_dir)
+    if pull_failure(logs.build_log, logs.exception, o.error_message or "", logs.trial_log):
+        return "a base image this host cannot pull"
+    return None
+
+
+def collapse_unbuilt(reports: dict[str, VerifierReport]) -> dict[str, VerifierReport]:
+    """The reports unchanged unless every trial of every verifier failed to build; then the first trial verifier
+    states the build failure once and the others point to it, keeping their findings that need no trial."""
+    runs = [o for r in reports.values() for o in r.runs]
+    if not runs or any(o.error_kind is not ErrorKind.ENVIRONMENT_BUILD_FAILURE for o in runs):
+        return reports
+    first = next(name for name, r in reports.items() if r.runs)
+    limit = machine_limit(runs[0])
+    cause = explain_error(runs[0])
+    head = (f"inconclusive: the environment cannot be built on this host ({limit}), so no test ran: {cause}" if limit
+            else f"the environment does not build, so no verifier could run: {cause}")
+    out: dict[str, VerifierReport] = {}
+    for name, rep in reports.items():
+        if not rep.runs:
+            out[name] = rep
+            continue
+        # Findings that needed no trial (a static exploit's) stay; the per-trial build errors go.
+        kept = [r for r in rep.reasons if _BUILD not in r]
+        out[name] = rep.model_copy(update={
+            "passed": False,
+            "inconclusive": limit is not None and not kept,
+            "reasons": ([head] if name == first else []) + kept,
+            "notes": rep.notes + ([] if name == first else [f"not run: the environment does not build (see {first})"]),
+        })
+    return out
