@@ -12,6 +12,7 @@ from envevo.sandbox._preflight import (
     substitutions,
 )
 from envevo.sandbox._prune import LocalImage, PruneResult, enforce_budget, prune, select_prune
+from envevo.sandbox._publish import TaskImages, publish_task
 from envevo.sandbox._refs import ImageRef, dockerfile_bases, parse_ref
 from envevo.sandbox._standins import (
     StandinEntry,
@@ -29,5 +30,5 @@ __all__ = [
     "activate", "choose_python_suite", "containers_conf", "dockerfile_bases", "enforce_budget", "ensure_standin",
     "home", "images_of", "keep_image_budget", "load_registry", "parse_ref", "plan_standin", "preflight", "prune",
     "builder_knows_heredocs", "harbor_ready", "runnable_copy", "select_prune", "standins_for", "substitutions",
-    "ubuntu_suite",
+    "ubuntu_suite", "TaskImages", "publish_task",
 ]
