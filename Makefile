@@ -3,13 +3,14 @@ VENV   := .venv
 RLVENV := .venv-rl
 SKYVENV := .venv-skyrl
 TORCHVENV := .venv-torch
+TASKSETVENV := .venv-taskset
 PY     := $(VENV)/bin/python
 ENVEVO := $(VENV)/bin/envevo
 SEEDS  := examples/seeds
 DEMO   := runs/demo
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: venv rl-venv skyrl-venv sandbox demo verify-seeds lint test test-fast clean
+.PHONY: venv rl-venv skyrl-venv taskset-venv sandbox demo verify-seeds lint test test-fast clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || "$$(scripts/find-python)" -m venv $(VENV)
@@ -51,6 +52,19 @@ rl-venv: $(RLVENV)/.installed
 
 skyrl-venv: $(SKYVENV)/.installed
 
+# verifiers' HarborTaskset, no torch: envevo + the taskset extra, and harbor without its dependencies (they clash with
+# verifiers'), for its task.toml models.
+$(TASKSETVENV)/.installed: pyproject.toml scripts/rl-requirements
+	test -x $(TASKSETVENV)/bin/python || "$$(scripts/find-python)" -m venv $(TASKSETVENV)
+	$(TASKSETVENV)/bin/python -m pip install -q --upgrade pip
+	$(TASKSETVENV)/bin/python -m pip install -q --no-deps -e .
+	scripts/rl-requirements taskset > $(TASKSETVENV)/requirements.txt
+	$(TASKSETVENV)/bin/python -m pip install -q -r $(TASKSETVENV)/requirements.txt
+	$(TASKSETVENV)/bin/python -m pip install -q --no-deps "$$(grep -o 'harbor==[0-9.]*' pyproject.toml | head -1)"
+	touch $@
+
+taskset-venv: $(TASKSETVENV)/.installed
+
 # Podman + runc + compose + containers.conf + the seeds' base images; seconds when already in place.
 sandbox: venv
 	$(ENVEVO) doctor --fix --tasks $(SEEDS) --tasks tests/fixtures/broken --tasks tests/fixtures/realistic
@@ -71,14 +85,15 @@ lint: venv
 	$(VENV)/bin/ruff check envevo tests benchmarks scripts
 	$(VENV)/bin/mypy
 
-test: lint sandbox rl-venv skyrl-venv
+test: lint sandbox rl-venv skyrl-venv taskset-venv
 	$(PY) -m pytest -q
 	ENVEVO_RL_TESTS=1 $(RLVENV)/bin/python -m pytest -q tests/schedule/test_adapters_verl.py tests/schedule/test_adapters_trl.py tests/schedule/test_adapters_prime_rl.py
 	ENVEVO_RL_TESTS=1 $(SKYVENV)/bin/python -m pytest -q tests/schedule/test_adapters_skyrl.py
+	ENVEVO_RL_TESTS=1 $(TASKSETVENV)/bin/python -m pytest -q tests/schedule/test_adapters_taskset.py
 
 # Everything but the tests that start containers.
 test-fast: venv
 	$(PY) -m pytest -q -m 'not sandbox'
 
 clean:
-	rm -rf $(VENV) $(RLVENV) $(SKYVENV) $(TORCHVENV) jobs runs .pytest_cache
+	rm -rf $(VENV) $(RLVENV) $(SKYVENV) $(TORCHVENV) $(TASKSETVENV) jobs runs .pytest_cache
