@@ -45,7 +45,19 @@ def registry(tmp_path):
         proc.wait()
 
 
-def test_export_pushes_pinned_images_that_pull_by_digest(sandbox, registry, procedural_run):
+@pytest.fixture
+def untag_afterwards(registry):
+    yield
+    listed = subprocess.run(["podman", "images", "--digests", "--format", "{{.Repository}} {{.Tag}} {{.Digest}}"],
+                            capture_output=True, text=True).stdout.splitlines()
+    # Tagged ones by tag; the one pulled by digest has no tag.
+    mine = [f"{repo}:{tag}" if tag != "<none>" else f"{repo}@{digest}"
+            for repo, tag, digest in (line.split() for line in listed) if repo.startswith(f"{registry}/")]
+    if mine:
+        subprocess.run(["podman", "rmi", *mine], capture_output=True)
+
+
+def test_export_pushes_pinned_images_that_pull_by_digest(sandbox, registry, untag_afterwards, procedural_run):
     run, _ = procedural_run
     with LineageStore.open(run) as store:  # a hardened task with a separate verifier beside the procedural lineage
         store.create_lineage("sep", load_task(FIXTURES / "realistic" / "separate-verifier"), verified=True)
@@ -74,7 +86,6 @@ def test_export_pushes_pinned_images_that_pull_by_digest(sandbox, registry, proc
     ran = subprocess.run(["podman", "run", "--rm", image, "sh", "-c", "test -d /app && echo ok"], capture_output=True,
                          text=True)
     assert ran.stdout.strip() == "ok", ran.stderr
-    subprocess.run(["podman", "rmi", image], capture_output=True)
 
 
 def test_images_flags_refuse_what_they_cannot_do(procedural_run):
