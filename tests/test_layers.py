@@ -7,12 +7,14 @@
 - No module is over 400 lines.
 
 Imports inside `if TYPE_CHECKING:` count too: a type annotation is a dependency a reader has to follow. Plugins on
-a higher floor are reached through lazy registries that hold `"module:Class"` strings, which are not imports.
+a higher floor are reached through lazy registries that hold `"module:attr"` strings. Those are edges too: each
+one that points up, or into another package's private module, must be a named plugin edge in PLUGIN_EDGES.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +46,16 @@ MAX_LINES = 400
 
 # (importing module, imported module): each a named, commented exception. Keep this list short.
 EXEMPT: set[tuple[str, str]] = set()
+
+# Registry strings that point up a floor: (registry module, target module) -> why the plugin lives up there.
+PLUGIN_EDGES: dict[tuple[str, str], str] = {
+    ("envevo.trace._estimators", "envevo.evolve"):
+        "the corpus p_T estimator reads labels that engines extract from a corpus",
+    ("envevo.trace._estimators", "envevo.llm"): "the llm p_T estimator asks a reference model",
+    ("envevo.trace._estimators", "envevo.evolve.engines.llm"): "the LLM engine's own label prior",
+    ("envevo.verify.exploits", "envevo.llm"): "the LLM hacker exploit drives a model in the sandbox",
+}
+_REGISTRY_STRING = re.compile(r"^(envevo(?:\.\w+)+):[A-Za-z_][\w.]*$")
 
 
 @dataclass(frozen=True)
@@ -82,6 +94,22 @@ def _imports(path: Path) -> list[Import]:
                     if (PACKAGE.parent / (f"{mod}.{a.name}".replace(".", "/") + ".py")).exists()
                     or (PACKAGE.parent / f"{mod}.{a.name}".replace(".", "/") / "__init__.py").exists()]
     return out
+
+
+def registry_edges(path: Path) -> list[Import]:
+    """The `"envevo.x.y:attr"` strings of a module: where its lazy registries load plugins from."""
+    rel = str(path.relative_to(ROOT))
+    return [Import(rel, node.lineno, _module_name(path), m.group(1))
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=rel))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and (m := _REGISTRY_STRING.match(node.value))]
+
+
+def unnamed_plugin_edges(edges: list[Import]) -> list[str]:
+    """Registry strings that point up a floor or into a private module without a PLUGIN_EDGES entry."""
+    named = {(src, dst) for src, dst in PLUGIN_EDGES}
+    edges = [e for e in edges if (e.source, e.target) not in named]
+    return upward_imports(edges) + private_imports(edges)
 
 
 def _all_imports() -> list[Import]:
@@ -161,6 +189,14 @@ def test_only_runtime_imports_harbor(imports: list[Import]) -> None:
     assert not bad, "Harbor imports outside envevo/runtime/:\n" + "\n".join(bad)
 
 
+def test_registry_strings_point_down_or_are_named_plugins() -> None:
+    edges = [e for path in sorted(PACKAGE.rglob("*.py")) for e in registry_edges(path)]
+    bad = unnamed_plugin_edges(edges)
+    assert not bad, "name these plugin edges in PLUGIN_EDGES, with why:\n" + "\n".join(bad)
+    stale = set(PLUGIN_EDGES) - {(e.source, e.target) for e in edges}
+    assert not stale, f"PLUGIN_EDGES no registry uses any more: {sorted(stale)}"
+
+
 def test_no_module_over_400_lines() -> None:
     bad = long_modules()
     assert not bad, "split these modules:\n" + "\n".join(bad)
@@ -197,6 +233,15 @@ def test_checker_catches_planted_violations(tmp_path: Path) -> None:
     assert any("imports envevo.trace._model" in b and "task/_x.py" in b for b in up)
     priv = private_imports(imps)
     assert any("envevo/cli/__init__.py" in b and "envevo.trace._model" in b for b in priv)
+    (tmp_path / "envevo/trace/_reg.py").write_text('R = {"x": "envevo.store:LineageStore", "y": "envevo.task._x:f"}\n')
+    global ROOT
+    saved, ROOT = ROOT, tmp_path
+    try:
+        planted = unnamed_plugin_edges(registry_edges(tmp_path / "envevo/trace/_reg.py"))
+    finally:
+        ROOT = saved
+    assert any("trace (floor 3) imports envevo.store" in b for b in planted)
+    assert any("private envevo.task._x" in b for b in planted)
     assert any("envevo/cli/__init__.py" in b and "envevo.task._x" in b for b in priv)
     harb = harbor_imports(imps)
     assert harb == ["envevo/task/_x.py:2: harbor.models"]

@@ -16,6 +16,7 @@ from envevo.llm._errors import (
     RoleFailed,
 )
 from envevo.llm._guard import EndpointGates, GuardedModel, RetryPolicy
+from envevo.llm._hacker import LLMHacker
 from envevo.llm._human import (
     PROJECT_RUBRIC,
     REVIEWS_FILE,
@@ -49,6 +50,7 @@ from envevo.llm._runtime import LLMRuntime
 from envevo.llm._store import attach_store
 
 __all__ = [
+    "LLMHacker",
     "CONFIG_FILE",
     "PROJECT_RUBRIC",
     "PROMPT_NAMES",

@@ -5,7 +5,7 @@ outcome types (verdicts, the store, the trainer adapters' environments) load wit
 """
 
 from envevo.runtime import _host_ca as host_ca  # the module: trust settings for the host's CA bundle
-from envevo.runtime._agents import DRIVEN_AGENT, DriverResult, ShellDriver, ShellExec
+from envevo.runtime._agents import DRIVEN_AGENT, SCRIPTED_AGENT, DriverResult, ShellDriver, ShellExec
 from envevo.runtime._cleanup import list_containers, owner_id, remove_containers, sweep_orphans
 from envevo.runtime._envs import LOCAL_ENGINES, EnvChoice, check_env, resolve_env
 from envevo.runtime._host_ca import ENV_VAR as HOST_CA_ENV_VAR
@@ -13,6 +13,7 @@ from envevo.runtime._host_ca import volume_args as host_ca_volume_args
 from envevo.runtime._image_cache import CACHE_LABEL, CACHE_REPO, cache_tag, environment_digest
 from envevo.runtime._network import network_policy
 from envevo.runtime._outcome import ErrorKind, PhaseTimings, TrialOutcome, TrialSpec
+from envevo.runtime._publish import PublishedImage, PublishError, publish_image
 from envevo.runtime._quota import Backoff, Limiter, LocalLimiter, is_provider_error, quota_settings, set_limiter, set_quota
 from envevo.runtime._schema import SchemaCheck, SchemaProblem, harbor_schema
 from envevo.runtime._session import SandboxSession, SessionError, SessionResult, open_session
@@ -28,6 +29,7 @@ __all__ = [
     "CACHE_LABEL",
     "CACHE_REPO",
     "DRIVEN_AGENT",
+    "SCRIPTED_AGENT",
     "DriverResult",
     "EnvChoice",
     "HOST_CA_ENV_VAR",
@@ -38,6 +40,9 @@ __all__ = [
     "resolve_env",
     "ErrorKind",
     "PhaseTimings",
+    "PublishError",
+    "PublishedImage",
+    "publish_image",
     "SandboxSession",
     "SchemaCheck",
     "SchemaProblem",

@@ -18,6 +18,8 @@ from pydantic import BaseModel, Field
 
 # The Harbor agent (envevo/runtime/_driven_agent.py); a string, so that this module loads without Harbor.
 DRIVEN_AGENT = "envevo.runtime._driven_agent:DrivenAgent"
+# The Harbor agent that runs a fixed script (an exploit's, a near-miss solution's): envevo/runtime/_scripted_agent.py.
+SCRIPTED_AGENT = "envevo.runtime._scripted_agent:ScriptedAgent"
 
 ShellExec = Callable[[str, int], Awaitable[tuple[int, str]]]
 

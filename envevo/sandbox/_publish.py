@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from envevo.runtime._publish import PublishedImage, publish_image
+from envevo.runtime import PublishedImage, publish_image
 from envevo.sandbox._preflight import runnable_copy
 from envevo.task import ImageMap, load_task, save
 
