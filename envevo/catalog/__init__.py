@@ -17,6 +17,7 @@ from envevo.catalog._graph import SCENARIOS, SKILLS, TOOLS, compatible, graph, s
 from envevo.catalog._kinds import KEYED, OUTPUT_DIR, WORK_DIR, Kind
 from envevo.catalog._prior import UNKNOWN_P, CatalogPrior
 from envevo.catalog._random import goal_categories, random_chain
+from envevo.catalog._solve import harmless_steps, solve_script
 from envevo.catalog._xi import Difficulty, Step, Trace, difficulty
 from envevo.catalog.scenarios import CAPABILITIES, Scenario
 from envevo.catalog.skills import Block, Skill
@@ -58,10 +59,12 @@ __all__ = [
     "goal_categories",
     "goal_text",
     "graph",
+    "harmless_steps",
     "in_kinds",
     "pairs_problems",
     "pin_of",
     "random_chain",
     "scenarios_for",
     "skills_for",
+    "solve_script",
 ]

@@ -10,6 +10,7 @@ from envevo.catalog._goals import GOAL_CATEGORIES, goal_text
 from envevo.catalog._graph import SCENARIOS, SKILLS, compatible
 from envevo.catalog._kinds import Kind
 from envevo.catalog._prior import CatalogPrior
+from envevo.catalog._solve import harmless_steps
 from envevo.errors import UserError
 
 
@@ -27,6 +28,7 @@ def random_chain(goal_category: str | None, length: int, seed: int) -> Chain:
     category = goal_category or rng.choice(sorted(GOAL_CATEGORIES))
     goal = goal_text(category)
     prior = CatalogPrior()
+    fallback: Chain | None = None  # the first chain that generates, should none have every step's mistake checked
     for attempt in range(200):
         steps, prev, used = [], Kind.NONE, set()
         for t in range(length):
@@ -44,8 +46,12 @@ def random_chain(goal_category: str | None, length: int, seed: int) -> Chain:
             continue
         chain = Chain(goal=goal, category=category, seed=seed, steps=tuple(steps))
         try:
-            build_blocks(chain)
+            blocks = build_blocks(chain)
         except RuntimeError:
             continue
-        return chain
+        if not harmless_steps(blocks):
+            return chain
+        fallback = fallback or chain  # a step whose wrong variant gives the right output: draw again
+    if fallback is not None:
+        return fallback
     raise UserError(f"could not draw a {length}-step chain for {category}; try another --seed")

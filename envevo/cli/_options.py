@@ -56,6 +56,10 @@ RedTeam = Annotated[str, typer.Option("--red-team", help="Exploit agents (reward
                                       "forged evidence, detached daemons, FIFOs, sparse files) must all score 0: on, "
                                       "off, or sample:N.",
                                       rich_help_panel=SANDBOX)]
+Mutation = Annotated[str, typer.Option("--mutation", help="Near-miss solutions must all score 0: each step done with "
+                                       "its plausible mistake or skipped (procedural tasks), solve.sh cut after each "
+                                       "top-level command (any task). on, off, or sample:N (N mutants per task; each "
+                                       "is one more oracle trial).", rich_help_panel=SANDBOX)]
 ImageMapOpt = Annotated[list[str], typer.Option("--image-map", help="Rewrite a base image, e.g. "
                                                 "ubuntu:24.04=registry.local/ubuntu:24.04 (repeatable).",
                                                 rich_help_panel=SANDBOX)]

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from envevo.cli import _options as o
 from envevo.cli._common import check_red_team, deprecated_flag, err, out, preflight, print_json, require_runs, user_errors
+from envevo.cli.verify_cmd import check_mutation
 from envevo.errors import UserError
 from envevo.evolve import EvolveConfig
 from envevo.trace import Direction, Effort
@@ -62,6 +63,7 @@ def evolve(
     env: o.Env = D.env,
     repeats: o.Repeats = D.repeats,
     red_team: o.RedTeam = D.red_team,
+    mutation: o.Mutation = D.mutation,
     plan_budget: Annotated[int, typer.Option("--plan-budget", min=1, help="Proposer→Reviewer rounds per "
                                              "direction.")] = D.plan_budget,
     env_budget: Annotated[int, typer.Option("--env-budget", min=1, help="Modifier→verifier rounds per "
@@ -103,6 +105,7 @@ def evolve(
                         "as on the other commands")
         lineages = old_concurrency if lineages == D.lineage_concurrency else lineages
     check_red_team(red_team)
+    check_mutation(mutation)
     preflight(env)
     executor = scale_out(executor_name, ray_address, max_sandboxes, start_rate)
     llm = uses_llm(engine_name)
@@ -121,7 +124,7 @@ def evolve(
         asyncio.run(engine.preflight())  # a missing key or a dead endpoint: one line, before any work
     given = EvolveConfig(
         engine=engine_name, generations=generations, effort=effort, seed=seed, directions=parse_directions(directions),
-        plan_budget=plan_budget, env_budget=env_budget, env=env, repeats=repeats, red_team=red_team,
+        plan_budget=plan_budget, env_budget=env_budget, env=env, repeats=repeats, red_team=red_team, mutation=mutation,
         trial_concurrency=trial_concurrency, lineage_concurrency=lineages, max_drift=parse_max_drift(max_drift),
         # Recorded so that --resume refuses to continue a lineage with different models.
         models={role: spec.label for role, spec in engine.runtime.specs().items()} if llm else {},

@@ -20,6 +20,22 @@ from envevo.evolve import EvolveConfig
 D = EvolveConfig()
 
 
+def check_mutation(text: str) -> None:
+    """--mutation on, off or sample:N, checked before any work."""
+    from envevo.verify import parse_mutation
+
+    try:
+        parse_mutation(text)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
+def mutation_mark(report) -> str:
+    """ killed/run, after the mutation verifier's mark."""
+    m = report.metrics
+    return f" {m['killed']}/{m['killed'] + m['survived']}" if m.get("killed", 0) + m.get("survived", 0) else ""
+
+
 @user_errors
 def verify(
     tasks: Annotated[list[Path], typer.Argument(help="Task dirs (Harbor or Terminal-Bench 1), or folders of tasks.")],
@@ -31,6 +47,7 @@ def verify(
     jobs_dir: Annotated[Path | None, typer.Option("--jobs-dir", help="Where trial logs go (default: "
                                                   "./jobs/verify-<time>).")] = None,
     red_team: o.RedTeam = D.red_team,
+    mutation: o.Mutation = D.mutation,
     json_out: o.Json = False,
     executor_name: o.ExecutorName = "asyncio",
     ray_address: o.RayAddress = None,
@@ -38,7 +55,7 @@ def verify(
     start_rate: o.StartRate = None,
 ) -> None:
     """Check each task in real containers: the reference solution passes (oracle), an empty one fails (invalid-test),
-    and, with --red-team, no exploit passes.
+    with --red-team, no exploit passes, and with --mutation, no near-miss solution passes (its score: killed/total).
 
     --json prints one list, one object per task."""
     from envevo.sandbox import runnable_copy
@@ -46,6 +63,7 @@ def verify(
     from envevo.verify import default_verifiers, unmet_on_host, verify_tasks
 
     check_red_team(red_team)
+    check_mutation(mutation)
     preflight(env)
     from envevo.evolve import scale_out
 
@@ -62,7 +80,7 @@ def verify(
     prepared = {t.name: runnable_copy(t, env, mapping, jobs / "_tasks") for t in loaded}
     runnable = [(name, task_dir) for name, (task_dir, _) in prepared.items()]
 
-    verifiers = default_verifiers(repeats, red_team=red_team)
+    verifiers = default_verifiers(repeats, red_team=red_team, mutation=mutation)
     total = sum(len(v.trial_specs(d, env, jobs / n)) for n, d in runnable if unmet_on_host(d) is None for v in verifiers)
     t0 = time.monotonic()
     with progress(f"verifying {len(runnable)} task(s)", total) as advance:
@@ -85,14 +103,15 @@ def verify(
         print_json([v.summary() for v in verdicts])
     else:
         table = Table(title=f"envevo verify ({env}, oracle ×{repeats}, {wall:.0f} s)")
-        cols = ["task", "status", "oracle", "invalid-test"] + (["red team"] if "red_team" in verdicts[0].reports else []) + ["reasons"]
+        extra = [(k, label) for k, label in (("red_team", "red team"), ("mutation", "mutation")) if k in verdicts[0].reports]
+        cols = ["task", "status", "oracle", "invalid-test"] + [label for _, label in extra] + ["reasons"]
         for col in cols:
             table.add_column(col, overflow="fold")
         for v in verdicts:
             notes = [f"substituted: {s}" for s in v.substitutions] + v.reasons
             marks = [verifier_mark(v.reports["oracle"]), verifier_mark(v.reports["invalid_test"])]
-            if "red_team" in v.reports:
-                marks.append(verifier_mark(v.reports["red_team"]))
+            marks += [verifier_mark(v.reports[k]) + (mutation_mark(v.reports[k]) if k == "mutation" else "")
+                      for k, _ in extra if k in v.reports]
             table.add_row(v.task, STATUS[v.status], *marks, escape("\n".join(notes)) or "-")
         out.print(table)
         # Notes (an exploit skipped, and why) are the same for every task: said once.

@@ -66,7 +66,8 @@ class GenerationWork:
         self.checks = list(checks)
         self.gate = gate or asyncio.Semaphore(config.trial_concurrency)
         self.on_event = on_event or (lambda e: None)
-        self.verifiers = list(verifiers) if verifiers is not None else default_verifiers(config.repeats, red_team=config.red_team)
+        self.verifiers = list(verifiers) if verifiers is not None else default_verifiers(
+            config.repeats, red_team=config.red_team, mutation=config.mutation)
 
     async def run(self, lineage: str, g: int, parent: Version, rec: Recorder) -> str | None:
         """Run generation g on top of `parent`; None when a version was committed, else why the lineage ends."""
@@ -236,7 +237,8 @@ async def start_lineages(
     """
     on_event = on_event or (lambda e: None)
     gate = asyncio.Semaphore(config.trial_concurrency)
-    verifiers = list(verifiers) if verifiers is not None else default_verifiers(config.repeats, red_team=config.red_team)
+    verifiers = list(verifiers) if verifiers is not None else default_verifiers(
+        config.repeats, red_team=config.red_team, mutation=config.mutation)
     known = {lin.seed_name: lin for lin in store.lineages()}
     todo: list[str] = []
 

@@ -39,7 +39,8 @@ def settle_run_config(store: LineageStore, given: EvolveConfig, *, resume: bool)
         return given
     if not resume:
         raise UserError(f"{store.run_dir} already holds a run: pass --resume to continue it, or choose another --out")
-    old = EvolveConfig(**stored)
+    # A run stored before the mutation verifier existed goes on without it: its lineage stays verified one way.
+    old = EvolveConfig(**{"mutation": "off", **stored})
     clash = old.resumable_with(given)
     if clash:
         raise UserError(f"--resume with different settings ({'; '.join(clash)}); resume with the stored ones, or use another --out")

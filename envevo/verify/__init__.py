@@ -1,4 +1,5 @@
-"""Verifiers that decide whether a task (or an evolved candidate) is sound: oracle, invalid-test and the red team."""
+"""Verifiers that decide whether a task (or an evolved candidate) is sound: oracle, invalid-test, the red team and
+the mutation verifier."""
 
 from envevo.verify._audit import (
                                   AUDIT_RESULTS,
@@ -12,6 +13,8 @@ from envevo.verify._audit import (
 from envevo.verify._drift import DriftBound
 from envevo.verify._evidence import reward_of
 from envevo.verify._feedback import ctrf_failures, run_digest
+from envevo.verify._mutants import Mutant, no_effect, prefix_mutants, procedural_mutants, task_mutants, top_level_commands
+from envevo.verify._mutation import MutationVerifier, choose_mutants, mutation_score, parse_mutation, survivors
 from envevo.verify._redteam import RedTeamVerifier, broken_by, choose_exploits, parse_red_team
 from envevo.verify._rubric import RuleRubric, TaskVerifier
 from envevo.verify._run import default_verifiers, unmet_on_host, verify_candidate, verify_tasks
@@ -22,6 +25,8 @@ __all__ = [
     "DriftBound",
     "AUDIT_RESULTS",
     "InvalidTestVerifier",
+    "Mutant",
+    "MutationVerifier",
     "OracleVerifier",
     "RedTeamVerifier",
     "RuleRubric",
@@ -33,16 +38,25 @@ __all__ = [
     "audit_record",
     "broken_by",
     "choose_exploits",
+    "choose_mutants",
     "ctrf_failures",
     "default_verifiers",
     "end_torn_line",
     "failure_classes",
     "load_audit_results",
+    "mutation_score",
+    "no_effect",
+    "parse_mutation",
     "parse_red_team",
+    "prefix_mutants",
+    "procedural_mutants",
     "record_reasons",
     "reward_of",
     "run_digest",
     "summarize_audit",
+    "survivors",
+    "task_mutants",
+    "top_level_commands",
     "unmet_on_host",
     "verify_candidate",
     "verify_tasks",

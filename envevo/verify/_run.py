@@ -10,6 +10,7 @@ from pathlib import Path
 from envevo.errors import TaskError
 from envevo.runtime import TrialOutcome, TrialSpec
 from envevo.task import Task, dir_hash, host_env_needs
+from envevo.verify._mutation import MutationVerifier, parse_mutation
 from envevo.verify._redteam import RedTeamVerifier, parse_red_team
 from envevo.verify._rubric import TaskVerifier
 from envevo.verify._unbuilt import collapse_unbuilt
@@ -17,13 +18,17 @@ from envevo.verify._verdict import Unmet, Verdict, VerifierReport
 from envevo.verify._verifiers import InvalidTestVerifier, OracleVerifier, TrialVerifier
 
 
-def default_verifiers(repeats: int = 2, red_team: str = "off") -> list[TrialVerifier]:
+def default_verifiers(repeats: int = 2, red_team: str = "off", mutation: str = "off") -> list[TrialVerifier]:
     """The container verifiers of a candidate: oracle and invalid-test, plus the red team when `red_team` is
-    `on` (every exploit) or `sample:N` (a deterministic sample of N exploits per candidate)."""
+    `on` (every exploit) or `sample:N` (a deterministic sample of N exploits per candidate), and the mutation
+    verifier likewise by `mutation` (every near-miss solution, or a sample of N)."""
     on, sample = parse_red_team(red_team)
     verifiers: list[TrialVerifier] = [OracleVerifier(repeats=repeats), InvalidTestVerifier()]
     if on:
         verifiers.append(RedTeamVerifier(sample=sample))
+    on, sample = parse_mutation(mutation)
+    if on:
+        verifiers.append(MutationVerifier(sample=sample))
     return verifiers
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -20,6 +21,8 @@ class VerifierReport(BaseModel):
     # Modifier cannot act on it, and a retry's inputs must not depend on it.
     notes: list[str] = Field(default_factory=list)
     runs: list[TrialOutcome] = Field(default_factory=list)
+    # Figures a verifier measured beside its verdict (the mutation verifier's score: killed, survived, score).
+    metrics: dict[str, Any] = Field(default_factory=dict)
 
 
 class Unmet(BaseModel):
@@ -81,4 +84,6 @@ class Verdict(BaseModel):
                 "notes": rep.notes,
                 "runs": [r.model_dump(mode="json") for r in rep.runs],
             }
+            if rep.metrics:
+                out[name]["metrics"] = rep.metrics
         return out

@@ -115,6 +115,7 @@ class TarGzip(Skill):
 
     def attempt(self, sc, io, rng, strict):
         traps = [f"{k}2" for k in rng.sample(io.in_keys, min(2, len(io.in_keys))) if f"{k}2" not in io.in_keys]
+        soft(bool(traps), strict)  # without a trap member the loose wildcard extracts exactly the right files
         keys = population(io, rng, traps=traps)
         if len(io.in_keys) >= 3 and rng.random() < 0.4:
             keys.remove(rng.choice(io.in_keys))  # not in the backup

@@ -65,6 +65,7 @@ class RegexFilter(Skill):
         need(enough(len(sel), io, strict))
         soft(len({r.key for r in rows}) > len(sel) or not can_drop(io), strict)
         trapped = _grep_trap(sc, io, rng, inst, g, exclusive=True)
+        soft(trapped, strict)  # without a trap the loose pattern finds the same names: the checks could not tell
         src = sc.grep(inst)
         req = (f"{sc.where} Find every {sc.entity} {has_group(sc, g)}.{scope_phrase(sc, io)} "
                + keys_line("their names", io.out_path))

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from envevo.catalog import CHAIN_ENGINE as ENGINE
-from envevo.catalog import GOAL_CATEGORIES, SCENARIOS, SKILLS, TOOLS, Block, Chain, build_blocks, fixture_script
+from envevo.catalog import GOAL_CATEGORIES, SCENARIOS, TOOLS, Block, Chain, build_blocks, fixture_script, solve_script
 from envevo.evolve.engines.procedural._testgen import TEST_SH, test_outputs, verifier_config
 from envevo.task import Task, save
 
@@ -28,17 +28,6 @@ RUN set -e; for f in /tmp/{FIXTURE_DIR}/*.py; do python3 "$f"; done; rm -rf /tmp
 def fixture_path(scenario: str) -> str:
     """The task path of one step's fixture script."""
     return f"environment/{FIXTURE_DIR}/{scenario}.py"
-
-
-def solve_script(chain: Chain, wrong: frozenset[int] | set[int] = frozenset(), blocks: list[Block] | None = None) -> str:
-    """solve.sh: every step's oracle snippet in order (or its wrong variant for the steps in `wrong`)."""
-    blocks = blocks or build_blocks(chain)
-    out = ["#!/bin/bash", "# Reference solution, generated: one block per step, each reading the previous step's output.",
-           "set -u", "export LC_ALL=C", "cd /app", "mkdir -p /app/work /app/output"]
-    for b in blocks:
-        sh = b.wrong_sh if b.index in wrong else b.oracle_sh
-        out += ["", f"# Step {b.index + 1}: {SKILLS[b.skill].title} in {SCENARIOS[b.scenario].title}", "(", sh, ")"]
-    return "\n".join(out) + "\n"
 
 
 def instruction(chain: Chain, blocks: list[Block]) -> str:

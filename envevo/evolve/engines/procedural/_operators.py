@@ -27,6 +27,7 @@ from envevo.catalog import (
     build_step,
     compatible,
     derive_seed,
+    harmless_steps,
     pairs_problems,
     pin_of,
     scenarios_for,
@@ -175,23 +176,24 @@ def apply_pairs(chain: Chain, new: Pairs, rng: random.Random) -> Chain:
     case it draws its own. New pairs get fresh seeds; a few draws are tried and the first that regenerates no
     kept scenario's fixtures wins (else the one regenerating fewest). RuntimeError when no draw generates.
     """
-    best: tuple[int, Chain] | None = None
+    best: tuple[int, int, Chain] | None = None
     for _ in range(_RESIDUAL_DRAWS):
         try:
-            regenerated, out = _residual_draw(chain, new, rng)
+            regenerated, harmless, out = _residual_draw(chain, new, rng)
         except RuntimeError:
             continue
-        if best is None or regenerated < best[0]:
-            best = (regenerated, out)
-        if regenerated == 0:
+        if best is None or (regenerated, harmless) < best[:2]:
+            best = (regenerated, harmless, out)
+        if regenerated == 0 and harmless == 0:
             break
     if best is None:
         raise RuntimeError(f"no draw of {new} generates")
-    return best[1]
+    return best[2]
 
 
-def _residual_draw(chain: Chain, new: Pairs, rng: random.Random) -> tuple[int, Chain]:
-    """(how many kept scenarios had to draw new fixtures, the chain) for one seed draw of the new steps."""
+def _residual_draw(chain: Chain, new: Pairs, rng: random.Random) -> tuple[int, int, Chain]:
+    """(how many kept scenarios had to draw new fixtures, how many steps' wrong variants would give the right output
+    (`harmless_steps`), the chain) for one seed draw of the new steps."""
     old = {s.scenario: (i, s) for i, s in enumerate(chain.steps)}
     steps = []
     for sc, sk in new:
@@ -202,9 +204,9 @@ def _residual_draw(chain: Chain, new: Pairs, rng: random.Random) -> tuple[int, C
             steps.append(ChainStep(scenario=sc, skill=sk, seed=derive_seed(chain.seed, "step", sc, sk, rng.randrange(1 << 30))))
     out = chain.with_steps(steps)
     if out == chain:
-        return 0, chain
+        return 0, 0, chain
     old_blocks = build_blocks(chain)
-    prev, regenerated = None, 0
+    prev, regenerated, blocks = None, 0, []
     for t, step in enumerate(out.steps):
         kept = old.get(step.scenario)
         block = _try_step(out, t, prev)
@@ -220,7 +222,8 @@ def _residual_draw(chain: Chain, new: Pairs, rng: random.Random) -> tuple[int, C
         if block is None:
             raise RuntimeError(f"step {t + 1} ({step.skill} on {step.scenario}) cannot be generated")
         prev = block
-    return regenerated, out
+        blocks.append(block)
+    return regenerated, len(harmless_steps(blocks)), out
 
 
 def _try_step(chain: Chain, t: int, prev: Block | None) -> Block | None:
@@ -263,6 +266,10 @@ def _draw(chain: Chain, pool: list[tuple[Pairs, float]], direction: Direction, e
           rng: random.Random) -> Chain | None:
     """Draw from `pool` (edit, weight gain): the size first, then gain² within it, until one is admissible."""
     old = chain.pairs()
+    # An edit that adds a step whose mistake gives the right output (`harmless_steps`) is drawn only when no other is
+    # admissible: its tests could not tell that mistake from the skill, so the longer chain would not be harder.
+    harmless = len(harmless_steps(build_blocks(chain)))
+    fallback: Chain | None = None
     by_size: dict[int, list[tuple[Pairs, float]]] = {}
     for new, gain in pool:
         by_size.setdefault(_size(old, new), []).append((new, gain))
@@ -277,7 +284,10 @@ def _draw(chain: Chain, pool: list[tuple[Pairs, float]], direction: Direction, e
         if not _valid(chain, new_pairs, direction, effort):
             continue
         try:
-            return apply_pairs(chain, new_pairs, rng)
+            edited = apply_pairs(chain, new_pairs, rng)
         except RuntimeError:
             continue  # this combination cannot be generated meaningfully; draw another
-    return None
+        if len(harmless_steps(build_blocks(edited))) <= harmless:
+            return edited
+        fallback = fallback or edited
+    return fallback

@@ -6,7 +6,7 @@ import ast
 import re
 from typing import Any
 
-from envevo.catalog import build_blocks, chain_from_task
+from envevo.catalog import build_blocks, chain_from_task, harmless_steps
 from envevo.task import Task
 
 _SECRET_NAMES = re.compile(r"(^|/)(solve\.sh|test\.sh|test_outputs\.py)$")
@@ -28,14 +28,20 @@ def _checks(task: Task) -> list[dict[str, Any]] | None:
 
 
 def quality_check(task: Task) -> list[str]:
-    """Problems found (empty = fine): every produced file is named in the instruction, the image holds no
-    solution or test files, and the tests compare real values for every produced file."""
+    """Problems found (empty = fine): every step's wrong variant changes the checked output, every produced file is
+    named in the instruction, the image holds no solution or test files, and the tests compare real values for every
+    produced file."""
     problems: list[str] = []
     try:
         blocks = build_blocks(chain_from_task(task))
     except Exception as e:  # not ours, or a chain that no longer generates
         return [f"cannot rebuild the chain from [metadata.envevo]: {e}"]
     produced = sorted({p for b in blocks for p in b.produces})
+    # Before any container: every step's plausible mistake must change what the tests check (on the drawn data, by
+    # the skill's model of it); the mutation verifier then runs the mistakes in the sandbox.
+    problems += [f"step {b.index + 1} ({b.scenario}/{b.skill}): its wrong variant gives the checked output on these "
+                 "fixtures, so the tests cannot tell the mistake from the skill; draw the step's fixtures again"
+                 for b in harmless_steps(blocks)]
 
     text = task.read_text("instruction.md") if task.has("instruction.md") else ""
     problems += [f"instruction.md does not mention {p}" for p in produced if p not in text]

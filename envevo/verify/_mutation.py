@@ -1,0 +1,187 @@
+"""The mutation verifier: near-miss solutions must all score 0, so that the tests check every step.
+
+The oracle proves the full solution passes and invalid-test that the empty one fails; this verifier checks the
+points in between (`_mutants.py`): each step done with its plausible mistake or skipped (procedural tasks), or
+solve.sh cut short (any task). Each mutant runs as an oracle trial of a copy of the task whose only change is
+solution/solve.sh, written under the trials dir (`_mutants/<task hash>/<task>__<mutant>/`; the task dir itself is
+never touched), in the same bounded pool as the other verifiers' trials.
+
+- reward above 0 → the mutant survived: the tests cannot tell that near miss from the solution (fail, the mutant
+  named with its diff and the tests' output, which goes back to the Modifier as feedback);
+- reward 0, or the tests ran and wrote none → killed;
+- the trial never reached the tests (a build or infrastructure failure, a timeout, no test output) → inconclusive.
+
+The report carries the mutation score: killed / (killed + survived), with the counts, in `metrics`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from pathlib import Path
+from typing import Any
+
+from envevo.runtime import ErrorKind, TrialOutcome, TrialSpec
+from envevo.task import Task, load_task, save
+from envevo.verify._evidence import quote, read_trial_logs
+from envevo.verify._feedback import solution_run
+from envevo.verify._mutants import SOLVE, Mutant, task_mutants
+from envevo.verify._verdict import VerifierReport
+
+MUTANTS_DIR = "_mutants"  # under a task's trials dir: one task copy per mutant
+_NEVER_RAN = (ErrorKind.ENVIRONMENT_BUILD_FAILURE, ErrorKind.INFRASTRUCTURE_ERROR, ErrorKind.AGENT_TIMEOUT)
+
+
+def parse_mutation(value: str) -> tuple[bool, int | None]:
+    """'on' → (True, None), 'off' → (False, None), 'sample:N' → (True, N); ValueError otherwise."""
+    v = (value or "off").strip().lower()
+    if v == "off":
+        return False, None
+    if v == "on":
+        return True, None
+    if v.startswith("sample:"):
+        try:
+            n = int(v.split(":", 1)[1])
+        except ValueError:
+            n = 0
+        if n >= 1:
+            return True, n
+    raise ValueError(f"--mutation {value!r}: use on, off or sample:N (N ≥ 1)")
+
+
+def choose_mutants(task: Task, mutants: list[Mutant], sample: int | None) -> list[Mutant]:
+    """All mutants, or a deterministic sample of N (by task content and mutant id). Wrong variants come first: a
+    skipped step fails any test that checks its output, while a plausible mistake is what weak checks let through."""
+    if sample is None or sample >= len(mutants):
+        return list(mutants)
+    key = task.content_hash()
+    rank = {m.id: (m.kind == "skip", hashlib.sha256(f"{key}:{m.id}".encode()).hexdigest()) for m in mutants}
+    chosen = {m.id for m in sorted(mutants, key=lambda m: rank[m.id])[:sample]}
+    return [m for m in mutants if m.id in chosen]
+
+
+def mutant_result(o: TrialOutcome) -> tuple[str, str]:
+    """killed, survived or inconclusive, and for an inconclusive trial why."""
+    if o.error_kind in _NEVER_RAN:
+        return "inconclusive", f"the mutant never ran to the tests: {o.error_kind.value}: {o.error_message or '(no message)'}"
+    if o.reward is not None and o.reward > 0:
+        return "survived", ""
+    if o.reward is None and not read_trial_logs(o.trial_dir).test_stdout.strip():
+        return "inconclusive", f"the tests wrote no reward and no output: {o.error_kind.value}: {o.error_message or '(no message)'}"
+    return "killed", ""
+
+
+def mutation_score(killed: int, survived: int) -> float | None:
+    return killed / (killed + survived) if killed + survived else None
+
+
+class MutationVerifier:
+    """Every chosen mutant of the task's solution scores 0 in the sandbox."""
+
+    name = "mutation"
+
+    def __init__(self, sample: int | None = None):
+        if sample is not None and sample < 1:
+            raise ValueError("sample must be at least 1")
+        self.sample = sample
+        self._plans: dict[Path, tuple[list[Mutant], str]] = {}  # task dir → (chosen mutants, their source)
+        self._counts: dict[Path, int] = {}  # task dir → mutants before sampling
+
+    def plan(self, task_dir: Path, fresh: bool = False) -> tuple[list[Mutant], str]:
+        """The chosen mutants of a task and where they come from. `fresh` re-reads the task: a candidate dir may be
+        edited between verifications (the Modifier's loop), and the judge must see the plan its trials ran."""
+        key = Path(task_dir).resolve()
+        if fresh or key not in self._plans:
+            task = load_task(key)
+            mutants, source = task_mutants(task)
+            self._counts[key] = len(mutants)
+            self._plans[key] = (choose_mutants(task, mutants, self.sample), source)
+        return self._plans[key]
+
+    def count_trials(self, task_dir: Path) -> int:
+        if not Path(task_dir, "task.toml").exists():
+            return 0
+        return len(self.plan(task_dir)[0])
+
+    def trial_specs(self, task_dir: Path, env: str, trials_dir: Path) -> list[TrialSpec]:
+        if not Path(task_dir, "task.toml").exists():
+            return []  # a placeholder dir (the CLI counts trials with Path('.')): nothing to plan
+        mutants, _ = self.plan(task_dir, fresh=True)
+        if not mutants:
+            return []
+        task = load_task(Path(task_dir).resolve())
+        root = Path(trials_dir) / MUTANTS_DIR / task.content_hash()[:12]
+        specs = []
+        for m in mutants:
+            copy = root / f"{Path(task_dir).name[:40]}__{m.id}"  # the name trial progress shows
+            if not (copy / SOLVE).is_file() or (copy / SOLVE).read_text(encoding="utf-8") != m.script:
+                variant = task.model_copy(deep=True)
+                variant.write(SOLVE, m.script, executable=True)
+                save(variant, copy, overwrite=True)
+            trial = f"{Path(task_dir).name[:32]}__mut-{m.id}__{uuid.uuid4().hex[:6]}"
+            specs.append(TrialSpec(task_dir=copy, agent="oracle", env=env, trials_dir=trials_dir, trial_name=trial))
+        return specs
+
+    def judge(self, runs: list[TrialOutcome]) -> VerifierReport:
+        """Without the task dir the mutants are named by their trials only."""
+        return self._judge([], "", runs)
+
+    def judge_task(self, task_dir: Path, runs: list[TrialOutcome]) -> VerifierReport:
+        mutants, source = self.plan(task_dir)
+        report = self._judge(mutants, source, runs)
+        total = self._counts.get(Path(task_dir).resolve(), len(mutants))
+        report.metrics["mutants"] = total
+        if len(mutants) < total:
+            report.notes.append(f"{len(mutants)} of {total} mutants run (--mutation sample:{self.sample})")
+        return report
+
+    def _judge(self, mutants: list[Mutant], source: str, runs: list[TrialOutcome]) -> VerifierReport:
+        by_id = {m.id: m for m in mutants}
+        survived: list[str] = []
+        unknown: list[str] = []
+        killed: list[str] = []
+        for i, o in enumerate(runs):
+            mid = _mutant_id(o) or (mutants[i].id if i < len(mutants) else f"mutant {i + 1}")
+            m = by_id.get(mid)
+            label = m.label if m is not None else mid
+            where = f" (logs: {o.trial_dir})" if o.trial_dir else " (no trial dir: the trial never started)"
+            result, why = mutant_result(o)
+            if result == "inconclusive":
+                unknown.append(f"{mid}: inconclusive: {label}: {why}{where}")
+            elif result == "survived":
+                survived.append(_survivor(mid, m, label, o, where))
+            else:
+                killed.append(mid)
+        notes = [source] if not mutants and not runs and source.startswith("no mutants") else []
+        metrics: dict[str, Any] = {"source": source, "run": len(runs), "killed": len(killed), "survived": len(survived),
+                                   "inconclusive": len(unknown), "score": mutation_score(len(killed), len(survived))}
+        return VerifierReport(name=self.name, passed=not survived and not unknown,
+                              inconclusive=bool(unknown) and not survived, reasons=survived + unknown, notes=notes,
+                              runs=runs, metrics=metrics)
+
+
+def _mutant_id(o: TrialOutcome) -> str | None:
+    name = o.trial_dir.name if o.trial_dir else ""
+    if "__mut-" not in name:
+        return None
+    return name.split("__mut-", 1)[1].rsplit("__", 1)[0]
+
+
+def _survivor(mid: str, m: Mutant | None, label: str, o: TrialOutcome, where: str) -> str:
+    """A surviving mutant, in the words the Modifier needs: which near miss, what it changed, what the tests said."""
+    fix = ("strengthen the tests of that step, or draw its fixtures so that this mistake changes the checked output"
+           if m is not None and m.kind == "wrong" else
+           "the tests must check what that step produces" if m is not None and m.kind == "skip" else
+           "the tests must check what the rest of solve.sh does")
+    text = f"{mid}: survived: {label} scored {o.reward}, not 0: the tests cannot tell it from the solution; {fix}{where}"
+    if m is not None and m.diff:
+        text += "\n  diff:\n" + "\n".join(f"  | {ln}" for ln in m.diff.splitlines())
+    _, solve_exit = solution_run(o.trial_dir)
+    if solve_exit:
+        text += f"\n  (the mutant's solve.sh exited {solve_exit})"
+    return text + "\n" + quote(read_trial_logs(o.trial_dir).test_stdout, 6)
+
+
+def survivors(report: VerifierReport) -> list[str]:
+    """The mutants named in a mutation report's failures (not its inconclusive ones)."""
+    return [r.split(":", 1)[0] for r in report.reasons if r.split(":", 2)[1].strip() == "survived"]
