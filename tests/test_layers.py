@@ -26,7 +26,7 @@ PACKAGE = ROOT / "envevo"
 
 # Low to high. Packages on one floor must not import each other.
 FLOORS: list[tuple[str, ...]] = [
-    ("errors", "_process", "_registry"),
+    ("errors", "_process", "_registry", "_home"),
     ("task",),
     ("catalog",),
     ("trace",),

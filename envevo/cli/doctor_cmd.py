@@ -11,7 +11,7 @@ from rich.table import Table
 from envevo.cli import _options as o
 from envevo.cli._common import err, out, print_json, user_errors
 from envevo.errors import UserError
-from envevo.sandbox import Doctor, Status, images_of, substitutions
+from envevo.sandbox import Doctor, Status, image_users, images_of, substitutions
 from envevo.task import existing_task_dirs
 
 _STYLE = {Status.OK: "green", Status.FIXED: "yellow", Status.WARN: "yellow", Status.FAIL: "bold red"}
@@ -26,8 +26,10 @@ def doctor(
                                               "tasks whose base images must exist (repeatable).")] = [],  # noqa: B006
     image: Annotated[list[str], typer.Option("--image", help="Extra base image that must exist "
                                              "(repeatable).")] = [],  # noqa: B006
-    trust_host_ca: Annotated[bool, typer.Option("--trust-host-ca", help="Behind a TLS-intercepting proxy: let builds "
-                                                "and containers trust the host's CA bundle.")] = False,
+    trust_host_ca: Annotated[bool | None, typer.Option("--trust-host-ca/--no-trust-host-ca", help="Behind a "
+                                                       "TLS-intercepting proxy: let builds and containers trust the "
+                                                       "host's CA bundle (--fix does when the bundle verifies the proxy), "
+                                                       "or stop (kept off).")] = None,
     prune: Annotated[bool, typer.Option("--prune", help="Remove envevo's cache images (oldest first) and dangling "
                                         "build leftovers, then exit.")] = False,
     older_than: Annotated[float | None, typer.Option("--older-than", min=0, help="With --prune: only cache images "
@@ -47,14 +49,18 @@ def doctor(
     task_dirs = existing_task_dirs(tasks)
     # None of them: Doctor probes its default images.
     images = list(dict.fromkeys([*images_of(task_dirs), *image]))
+    users = image_users(task_dirs)  # a base image that cannot be provided names the tasks that need it
     if not json_out:
         with err.status("checking the sandbox…" if not fix else "checking and repairing the sandbox…") as status:
-            doc = Doctor(env=env, fix=fix, trust_host_ca=trust_host_ca, progress=lambda m: status.update(m), images=images)
+            doc = Doctor(env=env, fix=fix, trust_host_ca=trust_host_ca, progress=lambda m: status.update(m), images=images,
+                         users=users)
             checks = doc.run()
     else:
-        checks = Doctor(env=env, fix=fix, trust_host_ca=trust_host_ca, images=images).run()
+        checks = Doctor(env=env, fix=fix, trust_host_ca=trust_host_ca, images=images, users=users).run()
     ok = all(c.ok for c in checks)
-    subs = substitutions(task_dirs, env) if ok and task_dirs else {}
+    # What runs as what, stated for every task whose images are there, even when others' are not.
+    ready = any(c.name == "container start" and c.ok for c in checks)
+    subs = substitutions(task_dirs, env) if ready and task_dirs else {}
     if json_out:
         print_json({"ok": ok, "env": env, "checks": [c.model_dump(mode="json") for c in checks], "substitutions": subs})
     else:

@@ -6,6 +6,7 @@ outcome types (verdicts, the store, the trainer adapters' environments) load wit
 
 from envevo.runtime import _host_ca as host_ca  # the module: trust settings for the host's CA bundle
 from envevo.runtime._agents import DRIVEN_AGENT, SCRIPTED_AGENT, DriverResult, ShellDriver, ShellExec
+from envevo.runtime._cert_failure import cert_failure, cert_failure_line
 from envevo.runtime._cleanup import list_containers, owner_id, remove_containers, sweep_orphans
 from envevo.runtime._envs import LOCAL_ENGINES, EnvChoice, check_env, resolve_env
 from envevo.runtime._host_ca import ENV_VAR as HOST_CA_ENV_VAR
@@ -35,6 +36,8 @@ __all__ = [
     "HOST_CA_ENV_VAR",
     "LOCAL_ENGINES",
     "cache_tag",
+    "cert_failure",
+    "cert_failure_line",
     "check_agent",
     "check_env",
     "resolve_env",

@@ -96,8 +96,8 @@ class LocalContainerEnvironment(BaseEnvironment):
     async def _image(self, force_build: bool) -> str:
         if self._dockerfile.is_file():
             log = self._env_log_dir / BUILD_LOG
-            ok, tag, output = await build_cached_image(self.engine, self.environment_dir, force=force_build,
-                                                       extra_args=_host_ca.volume_args())
+            # The host CA's trust, when on, is part of every cached build (envevo/runtime/_image_cache.py).
+            ok, tag, output = await build_cached_image(self.engine, self.environment_dir, force=force_build)
             if output:
                 log.parent.mkdir(parents=True, exist_ok=True)
                 log.write_text(output)

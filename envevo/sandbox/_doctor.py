@@ -13,24 +13,16 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterable
-from enum import StrEnum
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from envevo.errors import UserError
-from envevo.sandbox import _paths, _tls
+from envevo.sandbox import _paths
 from envevo.sandbox._base_image import canonical
-from envevo.sandbox._refs import dockerfile_bases, parse_ref
-from envevo.sandbox._standins import (
-    STANDIN_REPO,
-    ensure_standin,
-    image_id,
-    load_registry,
-    plan_standin,
-    why_no_standin,
-)
-from envevo.task import expand_task_dirs
+from envevo.sandbox._doctor_check import Check, Status
+from envevo.sandbox._doctor_tls import TlsCheck
+from envevo.sandbox._refs import parse_ref
+from envevo.sandbox._standins import ensure_standin, plan_standin, why_no_standin
+from envevo.sandbox._standins_engine import image_id
 
 DEFAULT_IMAGES = ("debian:bookworm-slim",)
 PROBE_IMAGE = "docker.io/library/debian:bookworm-slim"
@@ -48,24 +40,6 @@ default_ulimits = []
 cgroup_manager = "cgroupfs"
 runtime = "runc"
 """
-
-
-class Status(StrEnum):
-    OK = "ok"
-    FIXED = "fixed"
-    WARN = "warn"  # works, but something a task may need does not (e.g. HTTPS from containers)
-    FAIL = "fail"
-
-
-class Check(BaseModel):
-    name: str
-    status: Status
-    detail: str
-    fix: str | None = None  # the command that repairs a failure
-
-    @property
-    def ok(self) -> bool:
-        return self.status is not Status.FAIL
 
 
 def _run(args: list[str], timeout: float = 60, **kw) -> subprocess.CompletedProcess:
@@ -93,21 +67,25 @@ def _apt_cmd(packages: list[str]) -> str:
     return ("" if _is_root() else "sudo ") + "apt-get install -y " + " ".join(packages)
 
 
-class Doctor:
+class Doctor(TlsCheck):
     """Runs the checks in dependency order; later checks are skipped when an earlier one fails."""
 
     def __init__(self, env: str = "podman", fix: bool = False, images: Iterable[str] = DEFAULT_IMAGES,
-                 trust_host_ca: bool = False, progress: Callable[[str], None] | None = None):
+                 trust_host_ca: bool | None = None, progress: Callable[[str], None] | None = None,
+                 users: dict[str, list[str]] | None = None):
         if env not in ("podman", "docker"):
             raise UserError(f"doctor checks local sandboxes only (podman or docker), not {env!r}")
         self.engine = env
         self.fix = fix
         self.trust_host_ca = trust_host_ca
         self.images = list(dict.fromkeys(images)) or list(DEFAULT_IMAGES)
+        self.users = users or {}  # image -> the tasks that use it, named in its failure
         self.checks: list[Check] = []
         self.progress = progress or (lambda _msg: None)
 
     def run(self) -> list[Check]:
+        """The checks in order. A failure up to the Debian base stops the run (nothing later can work); after it,
+        every check runs, so one run names every image it cannot provide, and the TLS proxy too."""
         _paths.activate()
         steps: list[Callable[[], Check]] = [self.python, self.engine_installed]
         if self.engine == "podman":
@@ -116,12 +94,14 @@ class Doctor:
             steps += [self.docker_daemon]
         # Containers must start before any image is built: building a stand-in starts one, and on a fresh
         # host only container_start writes the containers.conf that lets them start (DESIGN.md §5).
-        steps += [self.container_start, self.probe_image, self.base_images, self.orphans, self.tls]
+        steps += [self.container_start, self.probe_image]
         for step in steps:
             check = step()
             self.checks.append(check)
             if not check.ok:
-                break
+                return self.checks
+        self.checks.extend(self.base_image_checks())
+        self.checks.extend([self.orphans(), self.tls()])
         return self.checks
 
     # -- individual checks -------------------------------------------------------------------
@@ -199,87 +179,65 @@ class Doctor:
         return self.base_images([PROBE_IMAGE], name="debian base")
 
     def base_images(self, images: list[str] | None = None, name: str = "base images") -> Check:
+        """One check for ``images``: ok, fixed, or the first failure (all of them: ``base_image_checks``)."""
+        checks = self.base_image_checks(images, name)
+        failed = [c for c in checks if not c.ok]
+        return failed[0] if failed else checks[0]
+
+    def _used_by(self, image: str) -> str:
+        tasks = self.users.get(image) or []
+        if not tasks:
+            return ""
+        shown = ", ".join(tasks[:3]) + (f" and {len(tasks) - 3} more" if len(tasks) > 3 else "")
+        return f" (used by {shown})"
+
+    def _cannot(self, image: str, why: str, fix: str) -> Check:
+        return Check(name=f"base image {image}", status=Status.FAIL, detail=f"{why}{self._used_by(image)}", fix=fix)
+
+    def _map_fix(self, image: str) -> str:
+        return f"make it available ({self.engine} load -i image.tar) or map it: --image-map {image}=<a local image>"
+
+    def base_image_checks(self, images: list[str] | None = None, name: str = "base images") -> list[Check]:
+        """Every image the tasks need, each provided or named: a first check for those present, pulled or stood in,
+        then one failing check per image that cannot be provided, with its reason and the tasks that use it."""
         images = self.images if images is None else images
         missing = [i for i in images if not self._image_exists(i)]
         if not missing:
-            return Check(name=name, status=Status.OK, detail=", ".join(images))
+            return [Check(name=name, status=Status.OK, detail=", ".join(images))]
         if not self.fix:
-            return Check(name=name, status=Status.FAIL, detail=f"missing: {', '.join(missing)}",
-                         fix="envevo doctor --fix  # pulls them, or builds Debian-based stand-ins and says what they are")
-        done = []
+            standable = [i for i in missing if plan_standin(i) is not None]
+            checks = [Check(name=name, status=Status.FAIL, detail=f"missing: {', '.join(standable)}",
+                            fix="envevo doctor --fix  # pulls them, or builds Debian-based stand-ins and says what they are")
+                      ] if standable else []
+            checks += [self._cannot(i, f"missing, and --fix cannot provide it: {why_no_standin(i)}", self._map_fix(i))
+                       for i in missing if i not in standable]
+            return checks
+        done: list[str] = []
+        failed: list[Check] = []
         for image in missing:
             # A registry may be reachable on other hosts; here it is not, so the pull is bounded.
             self.progress(f"pulling {image} (at most 60 s)…")
             if _run([self.engine, "pull", "-q", canonical(image)], timeout=60).returncode == 0:
                 done.append(f"pulled {image}")
                 continue
-            if plan_standin(image) is None:
-                return Check(name=name, status=Status.FAIL,
-                             detail=f"cannot pull {image}, and {why_no_standin(image)}" + (f" (done: {'; '.join(done)})" if done else ""),
-                             fix=f"make it available ({self.engine} load -i image.tar) or map it: --image-map {image}=<a local image>")
-            needs_debootstrap = image_id(self.engine, f"docker.io/library/debian:{plan_standin(image).suite}-slim") is None  # type: ignore[union-attr]
+            plan = plan_standin(image)
+            if plan is None:
+                failed.append(self._cannot(image, f"cannot pull it, and {why_no_standin(image)}", self._map_fix(image)))
+                continue
+            needs_debootstrap = plan.needs_debian and image_id(self.engine, plan.base) is None
             if needs_debootstrap and shutil.which("debootstrap") is None and not _apt_install(["debootstrap"]):
-                return Check(name=name, status=Status.FAIL,
-                             detail=f"cannot pull {image} and debootstrap is missing", fix=_apt_cmd(["debootstrap"]))
+                failed.append(self._cannot(image, "cannot pull it, and debootstrap is missing", _apt_cmd(["debootstrap"])))
+                continue
             try:
                 entry = ensure_standin(self.engine, image, self.progress)
             except UserError as exc:
-                return Check(name=name, status=Status.FAIL, detail=str(exc),
-                             fix=f"envevo doctor --fix  # after making {image} available")
+                failed.append(self._cannot(image, str(exc), f"envevo doctor --fix  # after making {image} available"))
+                continue
             done.append(f"stand-in {entry.statement(image)}")
-        return Check(name=name, status=Status.FIXED, detail="; ".join(done))
-
-    def _python_probe_image(self) -> str | None:
-        """A local image with python3 to probe HTTPS from: a python stand-in, built if asked to trust the CA."""
-        for tag, entry in load_registry().items():
-            if entry.kind == "python" and image_id(self.engine, tag) == entry.image_id:
-                return tag
-        for suite in ("trixie", "bookworm"):
-            if image_id(self.engine, f"{STANDIN_REPO}:python-{suite}-slim"):
-                return f"{STANDIN_REPO}:python-{suite}-slim"
-        if self.trust_host_ca:
-            try:
-                return ensure_standin(self.engine, "python:3.13-slim", self.progress).tag
-            except UserError:
-                return None
-        return None
-
-    def tls(self) -> Check:
-        from envevo.runtime import host_ca as _host_ca
-
-        name = "https from containers"
-        host_ok, host_why = _tls.host_reaches()
-        if not host_ok:
-            return Check(name=name, status=Status.WARN, detail=f"the host itself cannot reach {_tls.PROBE_URL} ({host_why}); not checked")
-        image = self._python_probe_image()
-        if image is None:
-            return Check(name=name, status=Status.OK,
-                         detail="not checked: no local image with python3 (envevo doctor --trust-host-ca builds python:3.13-slim to probe)")
-        trusted = _host_ca.bundle() is not None
-        self.progress(f"probing {_tls.PROBE_URL} from a container…")
-        ok, why = _tls.container_reaches(self.engine, image, trust_host_ca=trusted)
-        if ok:
-            return Check(name=name, status=Status.OK, detail=f"containers reach {_tls.PROBE_URL}"
-                         + (f" (trusting the host CA bundle {_host_ca.bundle()})" if trusted else ""))
-        intercepted = "CERTIFICATE_VERIFY_FAILED" in why or "certificate verify failed" in why
-        if not intercepted:
-            return Check(name=name, status=Status.WARN, detail=f"the host reaches {_tls.PROBE_URL}, containers do not: {why}",
-                         fix=f"{self.engine} run --rm {image} python3 -c "
-                             f"'import urllib.request as u; u.urlopen(\"{_tls.PROBE_URL}\")'  # and read the error")
-        if not trusted and self.trust_host_ca and (bundle := _tls.host_bundle()) is not None:
-            _tls.record_trust(bundle)
-            ok, why = _tls.container_reaches(self.engine, image, trust_host_ca=True)
-            if ok:
-                return Check(name=name, status=Status.FIXED,
-                             detail=f"TLS-intercepting proxy: builds and containers now trust the host CA bundle {bundle} "
-                                    f"(recorded in {_tls.trust_file()})")
-        detail = ("a TLS-intercepting proxy: the host verifies " + _tls.PROBE_URL + " with its CA bundle, containers fail ("
-                  + why + ")")
-        if trusted:
-            return Check(name=name, status=Status.WARN, detail=detail + f", even trusting {_host_ca.bundle()}",
-                         fix=f"check that {_host_ca.bundle()} holds the proxy's CA")
-        return Check(name=name, status=Status.WARN, detail=detail + "; pip and curl over HTTPS will fail in tasks",
-                     fix="envevo doctor --trust-host-ca  # mounts the host's CA bundle into builds and containers")
+        present = [i for i in images if i not in missing]
+        head = ([Check(name=name, status=Status.FIXED, detail="; ".join(done))] if done
+                else [Check(name=name, status=Status.OK, detail=", ".join(present))] if present else [])
+        return head + failed
 
     def _probe(self) -> subprocess.CompletedProcess:
         """Start a container that needs no image, so the check runs before any image exists.
@@ -344,23 +302,3 @@ class Doctor:
         left = list_containers(self.engine)
         return Check(name="leftover sandboxes", status=Status.OK,
                      detail=f"{len(left)} envevo container(s) running" if left else "none")
-
-
-def images_of(task_dirs: Iterable[Path]) -> list[str]:
-    """External images the tasks build FROM or name (build stages excluded, ARG defaults expanded).
-
-    Folders of tasks are walked; Terminal-Bench 1 tasks (Dockerfile at the root) are read too. A task
-    that does not load is read for its Dockerfiles directly, so doctor still prepares its images.
-    """
-    from envevo.errors import TaskError
-    from envevo.task import load_task, task_images
-
-    images: list[str] = []
-    for d in expand_task_dirs(task_dirs):
-        try:
-            images.extend(task_images(load_task(d)))
-        except TaskError:
-            for dockerfile in (Path(d) / "environment" / "Dockerfile", Path(d) / "Dockerfile"):
-                if dockerfile.is_file():
-                    images.extend(dockerfile_bases(dockerfile.read_text(errors="replace")))
-    return list(dict.fromkeys(images))

@@ -6,10 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-
-def home() -> Path:
-    """envevo's state folder: $ENVEVO_HOME, else ~/.envevo."""
-    return Path(os.environ.get("ENVEVO_HOME") or Path.home() / ".envevo")
+from envevo._home import home
 
 
 def containers_conf() -> Path:

@@ -96,14 +96,45 @@ def parse_ref(reference: str) -> ImageRef:
 
 _FROM = re.compile(r"^\s*FROM\s+(?P<flags>(?:--\S+\s+)*)(?P<image>[^\s#]+)(?:\s+AS\s+(?P<stage>\S+))?", re.IGNORECASE)
 _ARG = re.compile(r"^\s*ARG\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:=(?P<q>[\"']?)(?P<value>[^\s\"']*)(?P=q))?\s*$", re.IGNORECASE)
+# `COPY [--chown=…] --from=<stage, index or image> src… dest`; `RUN --mount=type=bind,from=<…>,source=…,target=…`.
+_COPY_FROM = re.compile(r"^\s*COPY\s+(?:--\S+\s+)*?--from=(?P<q>[\"']?)(?P<image>[^\s\"']+)(?P=q)(?:\s|$)", re.IGNORECASE)
+_MOUNT_FROM = re.compile(r"(?:^|,)from=(?P<image>[^,\s]+)", re.IGNORECASE)
+
+
 def dockerfile_bases(text: str) -> list[str]:
     """External images a Dockerfile builds FROM, in order: build stages skipped, ARG defaults expanded,
     CRLF line ends and ``FROM --platform=… x AS y`` handled. Unresolvable references are skipped."""
+    return list(dict.fromkeys(image for image, how in _scan(text) if how == "FROM"))
+
+
+def dockerfile_images(text: str) -> list[str]:
+    """Every external image a Dockerfile needs, in order: its FROM bases, and the images ``COPY --from=`` and
+    ``RUN --mount=…,from=`` read files from (``COPY --from=ghcr.io/astral-sh/uv:0.9 /uv /bin/``). A name of an
+    earlier build stage (``FROM x AS build`` … ``COPY --from=build``) or a stage index (``--from=0``) is not an
+    image; ``scratch`` is none either."""
+    return list(dict.fromkeys(image for image, _ in _scan(text)))
+
+
+def dockerfile_image_uses(text: str) -> list[tuple[str, str]]:
+    """(image, how) for each external image a Dockerfile needs: how is ``FROM``, ``COPY --from`` or ``RUN --mount``."""
+    return list(dict.fromkeys(_scan(text)))
+
+
+def _scan(text: str) -> list[tuple[str, str]]:
     args: dict[str, str] = {}
     stages: set[str] = set()
-    found: list[str] = []
+    found: list[tuple[str, str]] = []
     seen_from = False
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+    def external(image: str | None) -> str | None:
+        if not image:
+            return None
+        expanded = expand_image_args(image, args) if "$" in image else image
+        if not expanded or expanded.lower() in stages or expanded.lower() == "scratch" or expanded.isdigit():
+            return None
+        return expanded
+
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").replace("\\\n", " ").split("\n")
     for line in lines:
         if m := _ARG.match(line):
             if m["value"] is not None and not seen_from:  # only global ARGs (before the first FROM) reach FROM lines
@@ -111,10 +142,15 @@ def dockerfile_bases(text: str) -> list[str]:
             continue
         if m := _FROM.match(line):
             seen_from = True
-            image = m["image"]
-            expanded = expand_image_args(image, args) if "$" in image else image
-            if expanded and expanded.lower() not in stages and expanded.lower() != "scratch":
-                found.append(expanded)
+            if image := external(m["image"]):
+                found.append((image, "FROM"))
             if m["stage"]:
                 stages.add(m["stage"].lower())
-    return list(dict.fromkeys(found))
+        elif m := _COPY_FROM.match(line):
+            if image := external(m["image"]):
+                found.append((image, "COPY --from"))
+        elif line.lstrip()[:3].upper() == "RUN":
+            for spec in re.findall(r"--mount=(\S+)", line.split("&&")[0]):
+                if (f := _MOUNT_FROM.search(spec)) and (image := external(f["image"])):
+                    found.append((image, "RUN --mount"))
+    return found

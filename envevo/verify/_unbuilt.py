@@ -11,7 +11,7 @@ and here the verdict names it once. Whose fault it is decides the status:
 
 from __future__ import annotations
 
-from envevo.runtime import ErrorKind, TrialOutcome
+from envevo.runtime import ErrorKind, TrialOutcome, cert_failure
 from envevo.verify._evidence import pull_failure, read_trial_logs
 from envevo.verify._verdict import VerifierReport
 from envevo.verify._verifiers import explain_error
@@ -24,6 +24,8 @@ def machine_limit(o: TrialOutcome) -> str | None:
     logs = read_trial_logs(o.trial_dir)
     if pull_failure(logs.build_log, logs.exception, o.error_message or "", logs.trial_log):
         return "a base image this host cannot pull"
+    if cert_failure(logs.build_log, logs.exception, o.error_message or ""):
+        return "HTTPS in the build failed certificate verification, as behind a TLS-intercepting proxy"
     return None
 
 

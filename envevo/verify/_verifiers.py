@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from envevo.runtime import ErrorKind, TrialOutcome, TrialSpec
+from envevo.runtime import ErrorKind, TrialOutcome, TrialSpec, cert_failure_line
 from envevo.verify._evidence import (
     TrialLogs,
     assess_test_log,
@@ -53,7 +53,10 @@ def explain_error(o: TrialOutcome, logs: TrialLogs | None = None) -> str:
     """
     logs = logs if logs is not None else read_trial_logs(o.trial_dir)
     message = (o.error_message or "").strip()
-    text = f"{o.error_kind.value}: {message or '(no message)'}{_where(o)}"
+    # A build cut off by a TLS-intercepting proxy: said in the first line, with the command that fixes it.
+    tls = (cert_failure_line(logs.build_log, logs.exception, message)
+           if o.error_kind in (ErrorKind.ENVIRONMENT_BUILD_FAILURE, ErrorKind.INFRASTRUCTURE_ERROR) else None)
+    text = f"{o.error_kind.value}: {tls or message or '(no message)'}{_where(o)}"
     if o.error_kind in (ErrorKind.ENVIRONMENT_BUILD_FAILURE, ErrorKind.INFRASTRUCTURE_ERROR):
         pulled = pull_failure(logs.build_log, logs.exception, message, logs.trial_log)
         if pulled:

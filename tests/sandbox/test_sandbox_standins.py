@@ -119,10 +119,113 @@ def test_standin_plans_and_names(ref, kind, suite, variant, tag):
     assert plan.label().startswith(tag.removeprefix("docker.io/library/") + " → Debian " + suite)
 
 
-@pytest.mark.parametrize("ref", ["python:3.12-alpine", "python:3.12-alpine3.20", "ghcr.io/org/img:tag", "node:20", "ubuntu:devel-x"])
+@pytest.mark.parametrize("ref", ["python:3.12-alpine", "python:3.12-alpine3.20", "ghcr.io/org/img:tag", "node:20-alpine",
+                                 "golang:1.22-alpine3.20", "ubuntu:devel-x", "ghcr.io/laude-institute/t-bench/deveval:1"])
 def test_no_standin_says_why(ref):
     assert plan_standin(ref) is None
     assert ref.split(":")[0].split("/")[-1] in why_no_standin(ref) or "no local stand-in" in why_no_standin(ref)
+
+
+# ---- Terminal-Bench bases, Go, Node.js, uv ------------------------------------------------------
+
+TB_PY = "ghcr.io/laude-institute/t-bench/python-3-13:20250620"
+TB_UBUNTU = "ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624"
+
+
+@pytest.mark.parametrize(
+    ("ref", "kind", "suite", "build_tag", "note"),
+    [
+        (TB_PY, "tbench-python", "trixie", "tbench-python-trixie", "python:3.13-slim-bookworm plus tmux and asciinema"),
+        (TB_UBUNTU, "tbench-ubuntu", "trixie", "tbench-ubuntu-trixie", "ubuntu:24.04 plus tmux and asciinema"),
+        ("ghcr.io/laude-institute/t-bench/python-3-13:latest", "tbench-python", "trixie", "tbench-python-trixie", None),
+        ("golang:1.22", "golang", "trixie", "golang-trixie", "Go 1.22 asked for; Debian trixie packages 1.24"),
+        ("golang:1.24", "golang", "trixie", "golang-trixie", "no gcc: cgo is off"),
+        ("golang:1.24.2-bookworm", "golang", "trixie", "golang-trixie", "bookworm packages Go 1.19"),
+        ("golang:1.19-bookworm", "golang", "bookworm", "golang-bookworm", None),
+        ("golang", "golang", "trixie", "golang-trixie", "pins no version"),
+        (f"public.ecr.aws/docker/library/golang:1.23@{DIGEST}", "golang", "trixie", "golang-trixie", "Go 1.23 asked for"),
+        ("node:20", "node", "trixie", "node-trixie", None),
+        ("node:20-slim", "node", "trixie", "node-trixie", None),
+        ("node:20.11-bookworm-slim", "node", "trixie", "node-trixie", "bookworm packages Node.js 18.20"),
+        ("node:18", "node", "bookworm", "node-bookworm", None),
+        ("node:iron", "node", "trixie", "node-trixie", None),
+        ("node:lts-slim", "node", "trixie", "node-trixie", "pins no version; Debian trixie packages Node.js 20.19"),
+        ("ghcr.io/astral-sh/uv:0.9.26", "uv", "", "ghcr.io/astral-sh/uv:0.9.26", None),
+        ("ghcr.io/astral-sh/uv:0.9", "uv", "", "ghcr.io/astral-sh/uv:0.9", "newest uv 0.9.x release"),
+        ("ghcr.io/astral-sh/uv", "uv", "", "ghcr.io/astral-sh/uv:latest", "newest uv release"),
+    ],
+)
+def test_toolchain_and_tbench_plans(ref, kind, suite, build_tag, note):
+    plan = plan_standin(ref)
+    assert plan is not None, why_no_standin(ref)
+    assert (plan.kind, plan.suite) == (kind, suite)
+    assert plan.build_tag.removeprefix("localhost/envevo-standin:") == build_tag
+    assert plan.needs_debian == (kind != "uv")
+    if note is not None:
+        assert any(note in n for n in plan.notes), plan.notes
+
+
+@pytest.mark.parametrize(
+    ("ref", "why"),
+    [
+        ("golang:1.25", "asks for Go 1.25, newer than Debian packages (Go 1.24 in trixie)"),
+        ("golang:1.26.1-bookworm", "asks for Go 1.26.1"),
+        ("node:22", "asks for Node.js 22, newer than Debian packages (Node.js 20.19 in trixie)"),
+        ("node:jod-slim", "asks for Node.js 22"),
+        ("node:20.21", "asks for Node.js 20.21"),
+        ("golang:1.22rc1", "'rc1' in the tag is neither a version nor a Debian suite"),
+        ("ghcr.io/astral-sh/uv:0.9.26-python3.12-bookworm-slim", "only the distroless ghcr.io/astral-sh/uv:<version>"),
+        (f"ghcr.io/astral-sh/uv@{DIGEST}", "names no uv version"),
+    ],
+)
+def test_a_newer_toolchain_than_debian_has_is_refused_with_the_reason(ref, why):
+    assert plan_standin(ref) is None
+    assert why in why_no_standin(ref)
+
+
+def test_toolchain_recipes_behave_like_the_official_images():
+    from envevo.sandbox._standins import containerfile
+    from envevo.sandbox._standins_toolchains import UV_CONTAINERFILE
+
+    go = containerfile(plan_standin("golang:1.22"))
+    assert "golang-go" in go and "--no-install-recommends" in go and "GOTOOLCHAIN=local" in go and "/usr/local/go" in go
+    node = containerfile(plan_standin("node:20"))
+    assert "nodejs npm" in node and "useradd -m -u 1000 -s /bin/bash node" in node
+    tb = containerfile(plan_standin(TB_PY))
+    assert tb.startswith("FROM localhost/envevo-standin:python-trixie-slim\n") and "tmux asciinema" in tb
+    assert "WORKDIR /app" in tb
+    assert containerfile(plan_standin(TB_UBUNTU)).startswith("FROM localhost/envevo-standin:ubuntu-trixie-slim\n")
+    assert UV_CONTAINERFILE.startswith("FROM scratch\nCOPY uv uvx /\n")
+
+
+def test_uv_release_and_wheel_choice_without_network():
+    from envevo.errors import UserError
+    from envevo.sandbox._standins_toolchains import uv_release, uv_wheel
+
+    def files(v):
+        return [{"packagetype": "bdist_wheel", "filename": f"uv-{v}-py3-none-{tag}.whl", "url": f"https://x/uv-{v}-{tag}.whl",
+                 "digests": {"sha256": f"{v}-{tag}"}}
+                for tag in ("manylinux_2_17_x86_64.manylinux2014_x86_64", "musllinux_1_1_x86_64", "musllinux_1_1_aarch64")]
+
+    releases = {v: files(v) for v in ("0.8.22", "0.9.2", "0.9.10", "0.9.26", "0.10.0rc1")}
+    assert uv_release("0.9.26", releases) == "0.9.26"
+    assert uv_release("0.9", releases) == "0.9.26"
+    assert uv_release("", releases) == "0.9.26"  # pre-releases are not "latest"
+    with pytest.raises(UserError, match="no uv release 0.7.x"):
+        uv_release("0.7", releases)
+    assert uv_wheel("0.9.10", releases, machine="x86_64")["sha256"] == "0.9.10-musllinux_1_1_x86_64"
+    assert uv_wheel("0.9.10", releases, machine="arm64")["filename"].endswith("musllinux_1_1_aarch64.whl")
+    with pytest.raises(UserError, match="not on PyPI"):
+        uv_wheel("0.9.99", releases)
+
+
+def test_tbench_statement_says_what_the_image_really_is():
+    plan = plan_standin(TB_PY)
+    entry = StandinEntry(tag=plan.tag, source=TB_PY, became="Debian trixie, Python 3.13.5, tmux 3.5a, asciinema 2.4.0",
+                         notes=plan.notes, image_id="x", kind=plan.kind, suite=plan.suite)
+    assert entry.statement(TB_PY) == (
+        f"{TB_PY} → Debian trixie, Python 3.13.5, tmux 3.5a, asciinema 2.4.0 (Terminal-Bench's image is "
+        "python:3.13-slim-bookworm plus tmux and asciinema; rebuilt here on Debian trixie)")
 
 
 def test_ubuntu_unknown_release_uses_release_year():
@@ -218,3 +321,52 @@ def test_python_standin_behaves_like_the_official_image(sandbox, tmp_path, monke
     mapping, lines = standins_for(load_task(task_dir), sandbox)
     assert mapping.lookup(f"public.ecr.aws/docker/library/python:3.13-slim@{DIGEST}") == "docker.io/library/python:3.13-slim"
     assert lines and lines[0].startswith(f"public.ecr.aws/docker/library/python:3.13-slim@{DIGEST} → Debian trixie, Python 3.13.")
+
+
+def test_ensure_standin_refuses_a_newer_toolchain_before_any_build():
+    from envevo.errors import UserError
+    from envevo.sandbox import ensure_standin
+
+    with pytest.raises(UserError, match=r"cannot stand in for golang:1\.25: .*Go 1\.24 in trixie"):
+        ensure_standin("/nonexistent/podman", "golang:1.25")
+
+
+@pytest.mark.sandbox
+def test_toolchain_tbench_and_uv_standins_are_what_they_say(sandbox, tmp_path, monkeypatch):
+    """Reuses the stand-ins `envevo doctor --fix --tasks tests/fixtures/realistic` builds (golang, Terminal-Bench python,
+    uv); on a fresh store it builds them (about 3 min)."""
+    from envevo.sandbox import ensure_standin
+
+    monkeypatch.setenv("ENVEVO_HOME", str(tmp_path / "home"))
+    go = ensure_standin(sandbox, "golang:1.22")
+    assert go.became.startswith("Debian trixie, Go 1.24."), go.became
+    assert go.statement("golang:1.22").endswith("(Go 1.22 asked for; Debian trixie packages 1.24; no gcc: cgo is off)")
+    tb = ensure_standin(sandbox, TB_PY)
+    assert tb.became.startswith("Debian trixie, Python 3.13.") and ", tmux 3." in tb.became and ", asciinema 2." in tb.became
+    uv = ensure_standin(sandbox, "ghcr.io/astral-sh/uv:0.9.26")
+    assert uv.became.startswith("uv 0.9.26 (/uv, /uvx from PyPI's uv-0.9.26-py3-none-musllinux"), uv.became
+
+    def run(image, script):
+        proc = subprocess.run([sandbox, "run", "--rm", "--network=none", image, "sh", "-c", script],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr + proc.stdout
+        return proc.stdout.split()
+
+    out = run("golang:1.22", "go version; go env GOTOOLCHAIN GOPATH; echo $GOLANG_VERSION; test -x /usr/local/go/bin/go && echo linked")
+    assert out[2].startswith("go1.24.") and out[4:] == ["local", "/go", out[2].removeprefix("go"), "linked"], out
+    out = run(TB_PY, "pwd; tmux -V; python --version; pip --version")
+    assert out[:2] == ["/app", "tmux"] and out[3:5] == ["Python", out[4]] and out[4].startswith("3.13."), out
+
+    ctx = tmp_path / "ctx"  # a task's way of using it: COPY --from the image, multi-stage, stage name not pulled
+    ctx.mkdir()
+    (ctx / "Dockerfile").write_text("FROM docker.io/library/debian:trixie-slim AS base\n"
+                                    "COPY --from=ghcr.io/astral-sh/uv:0.9.26 /uv /uvx /bin/\n"
+                                    "FROM base\nCOPY --from=base /bin/uv /usr/local/bin/uv\n"
+                                    "RUN uv --version && uvx --version && /usr/local/bin/uv --version\n")
+    tag = f"localhost/envevo-test-uv-copy:{tmp_path.name.lower()}"
+    try:
+        proc = subprocess.run([sandbox, "build", "-t", tag, str(ctx)], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "uv 0.9.26" in proc.stdout and "uvx 0.9.26" in proc.stdout
+    finally:
+        subprocess.run([sandbox, "rmi", "-f", tag], capture_output=True)

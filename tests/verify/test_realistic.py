@@ -16,9 +16,11 @@ pytestmark = pytest.mark.sandbox
 
 REALISTIC = FIXTURES / "realistic"
 SOUND = {"no-network", "python-slim", "digest-pinned", "ubuntu", "crlf", "compose", "separate-verifier", "tb2-canonical",
-         "heredoc", "plain-name"}
+         "heredoc", "plain-name", "tls-pip",  # tls-pip: pip over HTTPS at build; behind a proxy, ok once doctor --fix trusts it
+         "tb-base", "golang", "uv-copy", "node"}
 STAND_INS = {"python-slim": "Python 3.13", "digest-pinned": "debian:bookworm-slim", "ubuntu": "Debian", "compose": "Python 3.13",
-             "tb2-canonical": "Python 3.13", "plain-name": '"local/plain-name"'}
+             "tb2-canonical": "Python 3.13", "plain-name": '"local/plain-name"',
+             "tb-base": "tmux 3.", "golang": "Go 1.24", "uv-copy": "uv 0.9.26", "node": "Node.js 20"}
 if not builder_knows_heredocs("podman"):
     STAND_INS["heredoc"] = "rewrote 4 BuildKit heredocs for podman"
 
@@ -33,7 +35,9 @@ def verdicts(sandbox, tmp_path_factory):
     # shared_compose exploit: its tests share the agent's container). tests/verify/test_redteam.py covers the red team.
     # verifier-env's verifier needs ANTHROPIC_API_KEY: this host must not have it.
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
-    proc = run_cli("verify", str(REALISTIC), "--red-team", "off", "--json", "--jobs-dir", str(tmp_path_factory.mktemp("jobs")),
+    # The mutation verifier off too: tests/verify/test_mutation.py covers it.
+    proc = run_cli("verify", str(REALISTIC), "--red-team", "off", "--mutation", "off", "--json",
+                   "--jobs-dir", str(tmp_path_factory.mktemp("jobs")),
                    env=env)
     assert proc.returncode == 1, proc.stderr  # the broken ones make the run fail
     return {v["task"]: v for v in json.loads(proc.stdout)}

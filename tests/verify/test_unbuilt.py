@@ -68,3 +68,13 @@ def test_a_copy_from_image_that_cannot_be_pulled_gets_the_pull_hint(tmp_path):
     (reason,) = [r for rep in reports.values() for r in rep.reasons]
     assert all(rep.inconclusive for rep in reports.values())
     assert "--image-map ghcr.io/example-org/tool:9.9=<local or mirrored image>" in reason
+
+
+def test_a_build_cut_off_by_a_tls_proxy_is_inconclusive_and_names_the_fix(tmp_path):
+    log = ("STEP 3/4: RUN pip install tabulate==0.9.0\nWARNING: Retrying ... SSLError(SSLCertVerificationError(1, "
+           "'[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed certificate in certificate chain "
+           "(_ssl.c:1029)'))\nError: building at STEP \"RUN pip install tabulate==0.9.0\": exit status 1\n")
+    reports = collapse_unbuilt(_reports(_unbuilt(tmp_path, 3, log)))
+    (reason,) = [r for rep in reports.values() for r in rep.reasons]
+    assert all(rep.inconclusive and not rep.passed for rep in reports.values())
+    assert "failed certificate verification" in reason and "envevo doctor --trust-host-ca" in reason
