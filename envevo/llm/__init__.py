@@ -16,7 +16,6 @@ from envevo.llm._errors import (
     RoleFailed,
 )
 from envevo.llm._guard import EndpointGates, GuardedModel, RetryPolicy
-from envevo.llm._hacker import LLMHacker
 from envevo.llm._human import (
     PROJECT_RUBRIC,
     REVIEWS_FILE,
@@ -107,3 +106,13 @@ __all__ = [
     "reviews",
     "score",
 ]
+
+
+def __getattr__(name: str):
+    # The LLM hacker drives a sandbox (verify, runtime): loaded only when the red team asks for it, so that
+    # `import envevo.llm` stays model plumbing.
+    if name == "LLMHacker":
+        from envevo.llm._hacker import LLMHacker
+
+        return LLMHacker
+    raise AttributeError(f"module 'envevo.llm' has no attribute {name!r}")
