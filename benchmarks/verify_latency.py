@@ -12,19 +12,26 @@ floor:   the same three runs with bare podman CLI calls doing the same safe work
          Then copy /logs/verifier out the same way, read the reward from the host's copy, `rm -f` the containers.
 
 All sides run warm (images built first, untimed) and side by side in one process, in turn, so machine noise
-hits all of them. Prints the medians and the ratios to the floor.
+hits all of them. Prints the medians, the ratio of the medians to the floor and each round's own ratio (on a loaded
+machine the per-round ratios are the fair comparison: both sides of a round met the same load).
+
+With `--calls`, one more untimed round of the floor and of the default path runs with a logging `podman` wrapper
+first on PATH, and the engine calls of each are counted by verb.
 
 With `--sim-rollouts K`, it also runs K simulated-agent rollouts (sim-medium, SIMULATION) on each path, one
 after the other, and prints rollouts per hour for both.
 
-    python benchmarks/verify_latency.py [TASK_DIR] [--rounds N] [--no-harbor] [--sim-rollouts K] [--json]
+    python benchmarks/verify_latency.py [TASK_DIR] [--rounds N] [--no-harbor] [--sim-rollouts K] [--calls] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import json
+import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -191,6 +198,32 @@ async def red_team_cost(task: Path, jobs: Path) -> dict[str, float]:
     return out
 
 
+WRAPPER = """#!/bin/sh
+printf '%s\\n' "$*" >> {log}
+exec {engine} "$@"
+"""
+
+
+async def count_calls(image: str, task: Path, tmp: Path) -> dict[str, dict[str, int]]:
+    """--calls: the engine calls of one floor round and one default verification, by verb (untimed)."""
+    bin_dir, log = tmp / "calls-bin", tmp / "calls.log"
+    bin_dir.mkdir()
+    (bin_dir / ENGINE).write_text(WRAPPER.format(log=shlex.quote(str(log)), engine=shlex.quote(str(shutil.which(ENGINE)))))
+    (bin_dir / ENGINE).chmod(0o755)
+    path = os.environ["PATH"]
+    os.environ["PATH"] = f"{bin_dir}{os.pathsep}{path}"
+    counts = {}
+    try:
+        for side, run in (("floor", lambda: floor(image, task)), ("default", lambda: envevo_verify(task, tmp / "calls"))):
+            log.write_text("")
+            await run()
+            verbs = collections.Counter(line.split()[0] for line in log.read_text().splitlines() if line.strip())
+            counts[side] = {"total": sum(verbs.values()), **dict(verbs.most_common())}
+    finally:
+        os.environ["PATH"] = path
+    return counts
+
+
 def public_copy(task: Path, dest_root: Path) -> Path:
     """A copy of `task` with internet on: Harbor's podman environment rejects no-network tasks."""
     public = dest_root / task.name
@@ -220,6 +253,7 @@ def main() -> None:
     ap.add_argument("--sim-rollouts", type=int, default=0, metavar="K", help="also time K sim-medium rollouts per path")
     ap.add_argument("--red-team", action="store_true",
                     help="also time the red team: alone, against the oracle verifier, and in a whole verification")
+    ap.add_argument("--calls", action="store_true", help="also count the engine calls of each side (one untimed round)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     activate()
@@ -230,6 +264,7 @@ def main() -> None:
     harbor: list[float] = []
     per_hour: dict[str, float] = {}
     red: list[dict[str, float]] = []
+    calls: dict[str, dict[str, int]] = {}
 
     async def rounds(tmp: Path) -> None:
         # One event loop for the whole run: Harbor keeps loop-bound locks at module level.
@@ -243,6 +278,8 @@ def main() -> None:
                 harbor.append(await envevo_verify(public, tmp / f"h{i}", env=f"harbor:{ENGINE}"))
             if args.red_team:
                 red.append(await red_team_cost(task, tmp / f"rt{i}"))
+        if args.calls:
+            calls.update(await count_calls(image, task, tmp))
         if args.sim_rollouts:
             # Simulated agents act on procedural tasks only: the demo's seed (L=3, seed 7).
             seed = tmp / "sim" / "seed"
@@ -263,15 +300,19 @@ def main() -> None:
         "envevo_verify_s": round(statistics.median(ours), 2),
         "floor_s": round(statistics.median(base), 2),
         "ratio": round(statistics.median(ours) / statistics.median(base), 2),
+        "ratio_all": [round(o / b, 2) for o, b in zip(ours, base, strict=True)],
         "envevo_all_s": [round(x, 2) for x in ours],
         "floor_all_s": [round(x, 2) for x in base],
     }
+    if calls:
+        result["engine_calls"] = calls
     if per_hour:
         result["sim_rollouts_per_hour"] = {k: round(v) for k, v in per_hour.items()}
     if harbor:
         result |= {"harbor_podman_s": round(statistics.median(harbor), 2),
                    "harbor_ratio": round(statistics.median(harbor) / statistics.median(base), 2),
-                   "harbor_all_s": [round(x, 2) for x in harbor]}
+                   "harbor_all_s": [round(x, 2) for x in harbor],
+                   "harbor_ratio_all": [round(h / b, 2) for h, b in zip(harbor, base, strict=True)]}
     if red:
         med = {k: statistics.median(r[k] for r in red) for k in red[0]}
         result["red_team"] = {"oracle_s": round(med["oracle"], 2), "red_team_s": round(med["red_team"], 2),
@@ -283,16 +324,20 @@ def main() -> None:
         print(json.dumps(result))
     else:
         print(f"task {task.name}: oracle x2 + nop in parallel, median of {args.rounds} rounds")
-        print(f"  envevo verify (default) : {result['envevo_verify_s']:6.2f} s   {result['envevo_all_s']}   {result['ratio']:.2f}x floor")
+        print(f"  envevo verify (default) : {result['envevo_verify_s']:6.2f} s   {result['envevo_all_s']}   "
+              f"{result['ratio']:.2f}x floor (per round {result['ratio_all']})")
         if harbor:
             print(f"  harbor:podman           : {result['harbor_podman_s']:6.2f} s   {result['harbor_all_s']}   "
-                  f"{result['harbor_ratio']:.2f}x floor")
+                  f"{result['harbor_ratio']:.2f}x floor (per round {result['harbor_ratio_all']})")
         print(f"  podman floor            : {result['floor_s']:6.2f} s   {result['floor_all_s']}")
         if red:
             r = result["red_team"]
             print(f"  red team alone          : {r['red_team_s']:6.2f} s = {r['red_team_over_oracle']:.2f}x the oracle "
                   f"verifier ({r['oracle_s']:.2f} s); verify with --red-team on: {r['verify_with_red_team_s']:.2f} s "
                   f"= {r['verify_with_red_team_over_default']:.2f}x verify without")
+        for side, verbs in calls.items():
+            print(f"  engine calls, {side:<9}: {verbs['total']}   "
+                  + ", ".join(f"{k} {v}" for k, v in verbs.items() if k != "total"))
         for path, rate in per_hour.items():
             print(f"  sim-medium rollouts/h (SIMULATION), {path}: {rate:.0f}")
 

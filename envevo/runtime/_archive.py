@@ -17,12 +17,13 @@ The caps are `CopyLimits`, read from ENVEVO_COPY_MAX_FILE_MB, ENVEVO_COPY_MAX_TO
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat
 import subprocess
 import tarfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import IO
 
@@ -128,127 +129,156 @@ def extract(stream: IO[bytes], target: Path, *, single_file: bool, budget: CopyB
     `single_file`: the source was a file, written at `target` itself; otherwise the source was a directory whose
     content goes under `target` (the archive's first name component, the source's own name, is dropped).
     `keep`: a filter on a file's path relative to the source directory (Harbor's include/exclude globs)."""
-    report = CopyReport()
-    limits = budget.limits
-    dir_modes: list[tuple[Path, int]] = []
     if not single_file:
         target.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=stream, mode="r|") as archive:
-        for member in archive:
-            budget.entries += 1
-            if budget.entries > limits.max_entries:
-                report.stopped = f"more than {limits.max_entries} entries"
-                break
-            name = _clean_name(member.name)
-            if name is None:
-                report.dropped.append(f"{member.name!r}: unsafe name")
-                continue
-            if single_file:
-                if not member.isreg():
-                    report.dropped.append(f"{name}: not a regular file")
-                    break
-                dest_parent, dest = target.parent, target
-            else:
-                rel = name.parts[1:]
-                if not rel:  # the source directory itself
-                    if member.isdir():
-                        dir_modes.append((target, member.mode))
-                    continue
-                dest_parent, dest = target.joinpath(*rel[:-1]), target.joinpath(*rel)
-            if member.isdir():
-                _open_dir(target, tuple(dest.relative_to(target).parts))
-                dir_modes.append((dest, member.mode))
-                continue
+        return _extract_members(archive, iter(archive), target, single_file=single_file, budget=budget, keep=keep)
+
+
+def _extract_members(archive: tarfile.TarFile, members: Iterator[tarfile.TarInfo], target: Path, *,
+                     single_file: bool, budget: CopyBudget, keep: Callable[[str], bool] | None) -> CopyReport:
+    report = CopyReport()
+    limits = budget.limits
+    dir_modes: list[tuple[Path, int]] = []
+    for member in members:
+        budget.entries += 1
+        if budget.entries > limits.max_entries:
+            report.stopped = f"more than {limits.max_entries} entries"
+            break
+        name = _clean_name(member.name)
+        if name is None:
+            report.dropped.append(f"{member.name!r}: unsafe name")
+            continue
+        if single_file:
             if not member.isreg():
-                kind = "symlink" if member.issym() else "hard link" if member.islnk() else "FIFO" if member.isfifo() else "device or other"
-                report.dropped.append(f"{name}: {kind}, not copied")
+                report.dropped.append(f"{name}: not a regular file")
+                break
+            dest_parent, dest = target.parent, target
+        else:
+            rel = name.parts[1:]
+            if not rel:  # the source directory itself
+                if member.isdir():
+                    dir_modes.append((target, member.mode))
                 continue
-            if member.size > limits.max_file_bytes:
-                report.stopped = (f"{name} is {member.size / _MB:.0f} MiB, over the per-file cap of "
-                                  f"{limits.max_file_bytes / _MB:.0f} MiB (ENVEVO_COPY_MAX_FILE_MB)")
-                break
-            if budget.bytes + member.size > limits.max_total_bytes:
-                report.stopped = (f"{name} would take this sandbox past its cap of "
-                                  f"{limits.max_total_bytes / _MB:.0f} MiB copied out (ENVEVO_COPY_MAX_TOTAL_MB)")
-                break
-            if not single_file:
-                if keep is not None and not keep(PurePosixPath(*rel).as_posix()):
-                    continue
-                _open_dir(target, tuple(dest_parent.relative_to(target).parts))
-            source = archive.extractfile(member)
-            if source is None:
+            dest_parent, dest = target.joinpath(*rel[:-1]), target.joinpath(*rel)
+        if member.isdir():
+            _open_dir(target, tuple(dest.relative_to(target).parts))
+            dir_modes.append((dest, member.mode))
+            continue
+        if not member.isreg():
+            kind = "symlink" if member.issym() else "hard link" if member.islnk() else "FIFO" if member.isfifo() else "device or other"
+            report.dropped.append(f"{name}: {kind}, not copied")
+            continue
+        if member.size > limits.max_file_bytes:
+            report.stopped = (f"{name} is {member.size / _MB:.0f} MiB, over the per-file cap of "
+                              f"{limits.max_file_bytes / _MB:.0f} MiB (ENVEVO_COPY_MAX_FILE_MB)")
+            break
+        if budget.bytes + member.size > limits.max_total_bytes:
+            report.stopped = (f"{name} would take this sandbox past its cap of "
+                              f"{limits.max_total_bytes / _MB:.0f} MiB copied out (ENVEVO_COPY_MAX_TOTAL_MB)")
+            break
+        if not single_file:
+            if keep is not None and not keep(PurePosixPath(*rel).as_posix()):
                 continue
-            _write_file(dest, source, member.size, member.mode)
-            budget.bytes += member.size
-            report.files += 1
-            report.bytes += member.size
-            if single_file:
-                break
+            _open_dir(target, tuple(dest_parent.relative_to(target).parts))
+        source = archive.extractfile(member)
+        if source is None:
+            continue
+        _write_file(dest, source, member.size, member.mode)
+        budget.bytes += member.size
+        report.files += 1
+        report.bytes += member.size
+        if single_file:
+            break
     for path, mode in reversed(dir_modes):  # deepest first, after their files are in
         # Exact bits for a mode check; a non-root host keeps owner rwx so it can still list and remove the copy.
         os.chmod(path, (mode & 0o777) | (0 if os.geteuid() == 0 else 0o700), follow_symlinks=False)
     return report
 
 
-def copy_out(engine: str, container: str, source: str, target: Path, *, single_file: bool,
-             budget: CopyBudget, keep: Callable[[str], bool] | None = None) -> CopyReport:
-    """Copy `source` out of `container` into `target` (blocking; run it in a worker thread).
+class Copy:
+    """One `podman cp CTR:PATH -` being read, from its first header on (blocking; run it in a worker thread).
 
-    The engine's process is killed when the time bound passes or when extraction stops early."""
-    proc = subprocess.Popen([engine, "cp", f"{container}:{source}", "-"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True)
-    timed_out = threading.Event()
+    Opening it reads the archive's first header, which says whether the source is a directory, a file, or absent;
+    `finish` goes on extracting from there. So deciding the kind and copying cost one engine call, not two. The
+    time bound runs from the start; `close` kills the engine's process (a held copy must not outlive its use)."""
 
-    def expire() -> None:
-        timed_out.set()
-        proc.kill()
-
-    timer = threading.Timer(budget.limits.timeout_sec, expire)
-    timer.start()
-    try:
-        assert proc.stdout is not None
+    def __init__(self, engine: str, container: str, source: str, timeout_sec: float):
+        self._proc = subprocess.Popen([engine, "cp", f"{container}:{source}", "-"], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True)
+        self._timed_out = threading.Event()
+        self._timer = threading.Timer(timeout_sec, self._expire)
+        self._timer.start()
+        self._timeout_sec = timeout_sec
+        self._archive: tarfile.TarFile | None = None
+        self._members: Iterator[tarfile.TarInfo] = iter(())
+        self._first: tarfile.TarInfo | None = None
+        self._error: str | None = None  # no archive (the engine failed: no such path or container)
+        self._stopped: str | None = None
+        self._closed = False
+        assert self._proc.stdout is not None
         try:
-            report = extract(proc.stdout, target, single_file=single_file, budget=budget, keep=keep)
+            self._archive = tarfile.open(fileobj=self._proc.stdout, mode="r|")
+            self._members = iter(self._archive)
+            self._first = next(self._members, None)
         except (tarfile.ReadError, EOFError) as exc:
-            report = CopyReport(error=str(exc) or type(exc).__name__)
+            self._error = str(exc) or type(exc).__name__
         except (OSError, tarfile.TarError) as exc:
-            report = CopyReport(stopped=f"{type(exc).__name__}: {exc}")
-    finally:
-        timer.cancel()
-        if proc.poll() is None:
-            proc.kill()
-        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-        proc.wait()
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
-    if timed_out.is_set():
-        report.stopped = f"not done within {budget.limits.timeout_sec:.0f} s (ENVEVO_COPY_TIMEOUT_SEC)"
-        report.error = None
-    elif report.error is not None or (proc.returncode not in (0, None, -9) and report.files == 0 and not report.stopped):
-        text = err.strip().splitlines()[-1] if err.strip() else (report.error or f"exit status {proc.returncode}")
-        report.missing = "no such file" in text.lower() or "does not exist" in text.lower()
-        report.error = text[:300]
-    return report
+            self._stopped = f"{type(exc).__name__}: {exc}"
 
+    def _expire(self) -> None:
+        self._timed_out.set()
+        self._proc.kill()
 
-def peek_is_dir(engine: str, container: str, source: str, timeout: float = 60) -> bool | None:
-    """Whether `source` is a directory in the container, from the archive's first header alone; None if absent."""
-    proc = subprocess.Popen([engine, "cp", f"{container}:{source}", "-"], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, start_new_session=True)
-    timer = threading.Timer(timeout, proc.kill)
-    timer.start()
-    try:
-        assert proc.stdout is not None
+    @property
+    def is_dir(self) -> bool | None:
+        """Whether the source is a directory, from the first header; None if there is no archive (absent)."""
+        return None if self._first is None else self._first.isdir()
+
+    def finish(self, target: Path, *, single_file: bool, budget: CopyBudget,
+               keep: Callable[[str], bool] | None = None) -> CopyReport:
+        """Extract the archive into `target` (see `extract`), then end the engine's process."""
         try:
-            with tarfile.open(fileobj=proc.stdout, mode="r|") as archive:
-                first = next(iter(archive), None)
-        except tarfile.TarError:
-            first = None
-        return None if first is None else first.isdir()
-    finally:
-        timer.cancel()
-        proc.kill()
-        proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+            report = self._extract(target, single_file=single_file, budget=budget, keep=keep)
+        finally:
+            err = self.close()
+        code = self._proc.returncode
+        if self._timed_out.is_set():
+            report.stopped = f"not done within {self._timeout_sec:.0f} s (ENVEVO_COPY_TIMEOUT_SEC)"
+            report.error = None
+        elif report.error is not None or (code not in (0, None, -9) and report.files == 0 and not report.stopped):
+            text = err.strip().splitlines()[-1] if err.strip() else (report.error or f"exit status {code}")
+            report.missing = "no such file" in text.lower() or "does not exist" in text.lower()
+            report.error = text[:300]
+        return report
+
+    def _extract(self, target: Path, *, single_file: bool, budget: CopyBudget,
+                 keep: Callable[[str], bool] | None) -> CopyReport:
+        if self._error is not None or self._stopped is not None or self._archive is None:
+            return CopyReport(error=self._error, stopped=self._stopped)
+        members = self._members if self._first is None else itertools.chain([self._first], self._members)
+        try:
+            if not single_file:
+                target.mkdir(parents=True, exist_ok=True)
+            return _extract_members(self._archive, members, target, single_file=single_file, budget=budget, keep=keep)
+        except (tarfile.ReadError, EOFError) as exc:
+            return CopyReport(error=str(exc) or type(exc).__name__)
+        except (OSError, tarfile.TarError) as exc:
+            return CopyReport(stopped=f"{type(exc).__name__}: {exc}")
+
+    def close(self) -> str:
+        """End the engine's process (killed if still running); its stderr. Idempotent."""
+        if self._closed:
+            return ""
+        self._closed = True
+        self._timer.cancel()
+        if self._proc.poll() is None:
+            self._proc.kill()
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()  # a writer still holding it (a helper the engine started) gets EPIPE, not a wait
+        err = self._proc.stderr.read().decode(errors="replace") if self._proc.stderr else ""
+        self._proc.wait()
+        if self._proc.stderr is not None:
+            self._proc.stderr.close()
+        return err
+

@@ -7,13 +7,20 @@ rejects `network_mode = "no-network"` on podman. For a Dockerfile or prebuilt-im
 - build once per environment content (tag `localhost/envevo-cache:<digest>`), reused by every later trial;
 - `run -d` with `--network=none` when the task forbids internet, CPU and memory limits, the task's env vars,
   envevo's owner label (so a sweeper can remove what a killed process left);
-- exec, cp in, and `rm -f` (SIGKILL) at stop; the cached image stays.
+- exec, cp in, and `rm -f` (SIGKILL) at stop; the cached image stays;
+- few engine calls per trial: directory preparation, and Harbor's `chmod +x` of its uploads and reward reset, ride
+  on the next command; the copy that tells a file from a directory is the one that extracts it; a quiesced
+  container's removal overlaps the verifier's start (benchmarks/README.md, `verify_latency.py --calls`).
 
 The boundary (docs/sandbox.md): no host directory is mounted into the container, read-write or not, except the
 host CA bundle read-only. Logs and artifacts leave as a tar stream that the host extracts itself
 (envevo/runtime/_archive.py: regular files and directories only, capped, time-bounded). `quiesce()` ends every
 process of the agent once its phase is over; a collect hook after it runs in the restarted container, where
 nothing of the agent's runs. The verifier's /logs/verifier is not world-writable.
+
+Built in layers, each a private module importing only the ones below it: the state and a command run now
+(`_local_exec.py`), the deferred preparation that rides on the next command (`_local_prep.py`), the copies out
+(`_local_copy.py`), and here the lifecycle, `exec` and uploads.
 
 Harbor plugs it in through `import_path` (see `environment_import_path`). Compose tasks keep Harbor's compose
 environments (envevo/runtime/_compose_env.py).
@@ -22,40 +29,25 @@ environments (envevo/runtime/_compose_env.py).
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import shlex
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from harbor.environments.base import BaseEnvironment, ExecResult, SandboxBuildFailedError
+from harbor.environments.base import ExecResult, SandboxBuildFailedError
 from harbor.environments.capabilities import EnvironmentCapabilities, EnvironmentResourceCapabilities
-from harbor.models.trial.paths import EnvironmentPaths
 
-from envevo.runtime import _archive, _cleanup, _host_ca
+from envevo.runtime import _cleanup, _host_ca
 from envevo.runtime._engine_cli import _run
 from envevo.runtime._image_cache import CACHE_LABEL, build_cached_image
+from envevo.runtime._local_copy import CopyingEnvironment
+from envevo.runtime._local_exec import NOTES_FILE, _norm, _overlaps
 
-# What a trial records about its sandbox (limits dropped, image used), beside Harbor's own logs.
-NOTES_FILE = "envevo-notes.txt"
 BUILD_LOG = "build.log"
 
 
-class LocalContainerEnvironment(BaseEnvironment):
+class LocalContainerEnvironment(CopyingEnvironment):
     """A Harbor environment backed by one local container. Subclasses name the engine."""
-
-    engine: str = "podman"
-
-    def __init__(self, *args: Any, **kwargs: Any):
-        self._container: str | None = None
-        self._notes: list[str] = []
-        self._stopped = False  # quiesced: the container exists, none of its processes runs
-        self._budget = _archive.CopyBudget()
-        # Never bind the trial's log dirs to the host: container root could plant a link there that a host-side
-        # write by name follows (a host write as root), or a FIFO that a host read blocks on. They are copied out.
-        kwargs["auto_mounting"] = False
-        super().__init__(*args, **kwargs)
 
     # -- what this environment is ---------------------------------------------------------------
 
@@ -81,15 +73,6 @@ class LocalContainerEnvironment(BaseEnvironment):
                 f"{self.environment_dir} has no Dockerfile and the task names no docker_image; "
                 "add environment/Dockerfile or set [environment] docker_image"
             )
-
-    @property
-    def _env_log_dir(self) -> Path:
-        return self.trial_paths.trial_dir / "environment" / self.session_id.rsplit("__", 1)[-1]
-
-    def _note(self, text: str) -> None:
-        self._notes.append(text)
-        self._env_log_dir.mkdir(parents=True, exist_ok=True)
-        (self._env_log_dir / NOTES_FILE).write_text("\n".join(self._notes) + "\n")
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -141,7 +124,7 @@ class LocalContainerEnvironment(BaseEnvironment):
         return args
 
     async def start(self, force_build: bool) -> None:
-        image = await self._image(force_build)
+        image = self._image_ref = await self._image(force_build)
         name = f"envevo-{self.session_id}-{uuid.uuid4().hex[:6]}".lower()
         name = "".join(c if c.isalnum() or c in "-_." else "-" for c in name)[:120]
         base = [self.engine, "run", "-d", "--name", name, "--label", f"{_cleanup.OWNER_LABEL}={_cleanup.owner_id()}",
@@ -171,24 +154,41 @@ class LocalContainerEnvironment(BaseEnvironment):
         await self.ensure_dirs(self._mount_targets(writable_only=True))
 
     async def stop(self, delete: bool) -> None:
+        self._release()
+        self._pending.clear()
         if self._container is None:
             return
         name, self._container = self._container, None
         # Shielded and waited for through any cancel: a Ctrl-C that lands here (Harbor stops the sandbox at every
         # trial's end) must not kill `rm` halfway, nor leave it to asyncio.run's final cancel of stray tasks.
-        await _run(*self._rm_argv(name), timeout=120, finish_on_cancel=True)
+        removal = _run(*self._rm_argv(name), timeout=120, finish_on_cancel=True)
+        if self._stopped:
+            # Quiesced: nothing runs in it, so its removal need not hold up the separate verifier's start. The
+            # trial waits for it at its end (`removed`).
+            self._removal = asyncio.ensure_future(removal)
+            return
+        await removal
 
-    async def quiesce(self) -> None:
+    async def removed(self) -> None:
+        """Wait for the removal `stop` left running."""
+        if self._removal is not None:
+            await asyncio.shield(self._removal)
+
+    async def quiesce(self, unneeded: Sequence[str] = ()) -> None:
         """End every process in the container, keeping its filesystem: the agent's phase is over.
 
         Nothing the agent left running (a daemon rewriting files) can act after this. A later command (a collect
-        hook) restarts it first (`_thaw`); copies read the stopped container."""
+        hook) restarts it first (`_thaw`); copies read the stopped container. `unneeded`: dirs nothing reads here
+        any more, so an upload into them while stopped is skipped (Harbor copies the agent's logs back in)."""
         if self._container is None or self._stopped:
             return
+        self._release()
+        await self._settle()
         code, _, err = await _run(*self._stop_argv(self._container), timeout=120, finish_on_cancel=True)
         if code != 0:
             raise RuntimeError(f"{self.engine} stop failed: {err.strip()[-300:]}")
         self._stopped = True
+        self._unneeded = {_norm(p) for p in unneeded}
         self._note("agent processes ended after the agent phase (the container was stopped)")
 
     def _rm_argv(self, name: str) -> list[str]:
@@ -197,16 +197,6 @@ class LocalContainerEnvironment(BaseEnvironment):
 
     def _stop_argv(self, name: str) -> list[str]:
         return [self.engine, "stop", "--time" if self.engine == "podman" else "-t", "0", name]
-
-    async def _thaw(self) -> None:
-        """A quiesced sandbox asked to run a command (a collect hook): start it again, with none of the agent's
-        processes. Not a snapshot: committing a sparse giant the agent left costs minutes. What starts now runs the
-        agent's own files, like the hook itself does, so a hook is as trustworthy as those files (docs/sandbox.md)."""
-        code, _, err = await _run(self.engine, "start", self._require(), timeout=120, finish_on_cancel=True)
-        if code != 0:
-            raise RuntimeError(f"{self.engine} start failed: {err.strip()[-300:]}")
-        self._stopped = False
-        self._note("commands after the agent phase ran in the restarted agent container, none of its processes left")
 
     # -- commands and files ---------------------------------------------------------------------
 
@@ -217,36 +207,24 @@ class LocalContainerEnvironment(BaseEnvironment):
 
     async def exec(self, command: str, cwd: str | None = None, env: dict[str, str] | None = None,
                    timeout_sec: int | None = None, user: str | int | None = None) -> ExecResult:
-        if self._stopped:
-            await self._thaw()
-        argv = [self.engine, "exec", "-i"]
-        workdir = cwd or self.task_env_config.workdir
-        if workdir:
-            argv += ["--workdir", workdir]
-        for key, value in (self._merge_env(env) or {}).items():
-            argv += ["--env", f"{key}={value}"]
+        self._release()
         who = self._resolve_user(user)
-        if who is not None:
-            argv += ["--user", str(who)]
-        # A marker in the command's environment, inherited by all it starts, so a timeout can kill the whole tree:
-        # killing the engine's client alone leaves the command running in the container.
-        marker = f"ENVEVO_EXEC={uuid.uuid4().hex}"
-        argv += ["--env", marker, self._require(), "bash", "-c", command]
-        try:
-            code, out, err = await _run(*argv, timeout=timeout_sec or None, stdin=b"")
-        except TimeoutError:
-            await self._kill_marked(marker)
-            # Harbor's environments raise on a timed-out command; the agent or verifier maps it to its own timeout.
-            raise RuntimeError(f"Command timed out after {timeout_sec} seconds") from None
-        return ExecResult(stdout=out or None, stderr=err or None, return_code=code)
-
-    async def _kill_marked(self, marker: str) -> None:
-        script = (f'for p in /proc/[0-9]*; do grep -qsa "{marker}" "$p/environ" 2>/dev/null && '
-                  'kill -9 "${p#/proc/}" 2>/dev/null; done; true')
-        try:
-            await _run(self.engine, "exec", "--user", "0", self._require(), "sh", "-c", script, timeout=60)
-        except (TimeoutError, RuntimeError):
-            pass  # the container is going away or wedged; stop() removes it either way
+        chore = self._chore(command)
+        as_root = bool(chore or self._pending) and await self._as_root(who)
+        if chore and as_root:
+            # Harbor's `chmod +x` of a script it uploaded, or its removal of stale rewards (in a /logs/verifier the
+            # preparation made anew): they ride on the next command, still before it. Harbor ignores the first's
+            # result; the second cannot fail as root.
+            self._pending.append((chore, command))
+            return ExecResult(return_code=0)
+        prep = self._take_pending()
+        if prep and as_root:
+            # Root's command carries the deferred preparation: one engine call, not two. Its output and status
+            # stay out of the command's, as callers ignored them when it ran alone.
+            command = f"{{ {prep}; }} >/dev/null 2>&1; {command}"
+        elif prep:
+            await self._exec_now(prep, cwd=None, env=None, timeout_sec=None, who="root")
+        return await self._exec_now(command, cwd=cwd, env=env, timeout_sec=timeout_sec, who=who)
 
     async def _cp(self, source: str, target: str) -> None:
         code, out, err = await _run(self.engine, "cp", source, target, timeout=600)
@@ -254,6 +232,10 @@ class LocalContainerEnvironment(BaseEnvironment):
             raise RuntimeError(f"{self.engine} cp {source} {target} failed: {(err or out).strip()[-300:]}")
 
     async def _cp_in(self, source: str, target: str, make_dir: str) -> None:
+        self._release()
+        if any(_overlaps(target, d) for dirs, _ in self._pending for d in dirs):
+            await self._settle()  # the target is prepared (emptied, made) first
+        self._uploaded.add(target)
         # `cp` creates the target itself when its parent exists, the usual case (/tests, /solution): try that
         # first and create the parents only when it fails, which saves an engine call per upload.
         try:
@@ -266,78 +248,11 @@ class LocalContainerEnvironment(BaseEnvironment):
         await self._cp_in(str(source_path), target_path, str(Path(target_path).parent))
 
     async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
+        if self._stopped and _norm(target_dir) in self._unneeded:
+            return  # a copy into a stopped container that nothing reads before it is removed
+        if not any(Path(source_dir).iterdir()) and any(_norm(target_dir) in map(_norm, d) for d, _ in self._pending):
+            return  # an empty dir into one the pending preparation makes: nothing to copy
         await self._cp_in(f"{Path(source_dir)}/.", target_dir, target_dir)
-
-    async def _copy_out(self, source: str, target: Path, *, single_file: bool,
-                        keep: Callable[[str], bool] | None = None) -> None:
-        report = await asyncio.to_thread(_archive.copy_out, self.engine, self._require(), source, target,
-                                         single_file=single_file, budget=self._budget, keep=keep)
-        for line in report.notes(source):
-            self._note(line)
-        if report.error is not None:
-            raise RuntimeError(f"{self.engine} cp {source} failed: {report.error}")
-        if single_file and report.files == 0:  # a link, FIFO or giant where a file was asked for
-            raise RuntimeError(f"{source} was not copied: {report.stopped or '; '.join(report.dropped) or 'empty archive'}")
-
-    async def download_file(self, source_path: str, target_path: Path | str) -> None:
-        Path(target_path).parent.mkdir(parents=True, exist_ok=True)
-        await self._copy_out(source_path, Path(target_path), single_file=True)
-
-    async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
-        await self._copy_out(source_dir.rstrip("/") or "/", Path(target_dir), single_file=False)
-
-    async def download_dir_with_exclusions(self, *, source_dir: str, target_dir: Path | str,
-                                           exclude: list[str]) -> None:
-        # Harbor's own version packs with the container's tar; this one reads the archive the engine makes.
-        await self._copy_out(source_dir.rstrip("/") or "/", Path(target_dir), single_file=False,
-                             keep=lambda rel: not _matches(rel, exclude))
-
-    async def download_dir_filtered(self, *, source_dir: str, target_dir: Path | str,
-                                    include: Sequence[str] | None = None, exclude: Sequence[str] | None = None,
-                                    protect: Sequence[str] | None = None) -> None:
-        def keep(rel: str) -> bool:
-            if rel in (protect or ()):
-                return True
-            return (not include or _matches(rel, include)) and not _matches(rel, exclude or ())
-
-        await self._copy_out(source_dir.rstrip("/") or "/", Path(target_dir), single_file=False, keep=keep)
-
-    async def is_dir(self, path: str, user: str | int | None = None) -> bool:
-        # From the archive's first header: no command runs in the container, which may be stopped.
-        return bool(await asyncio.to_thread(_archive.peek_is_dir, self.engine, self._require(), path))
-
-    # -- the directories Harbor prepares --------------------------------------------------------
-
-    async def ensure_dirs(self, dirs: Sequence[Any], *, chmod: bool = True) -> ExecResult | None:
-        return await self._prepare_dirs(dirs, chmod=chmod, empty=False)
-
-    async def empty_dirs(self, dirs: Sequence[Any], *, chmod: bool = True) -> ExecResult | None:
-        return await self._prepare_dirs(dirs, chmod=chmod, empty=True)
-
-    async def _prepare_dirs(self, dirs: Sequence[Any], *, chmod: bool, empty: bool) -> ExecResult | None:
-        """Harbor's directory preparation, except that the verifier's log dir is never world-writable.
-
-        Harbor opens /logs/verifier to every user (mode 777) so a non-root verifier can write its reward; then
-        any code the tests run (an agent's build, as `nobody`) can write a reward too. Here it belongs to the
-        verifier's user, mode 755. Other dirs keep Harbor's treatment; a copied artifact tree brings its own modes."""
-        if not dirs:
-            return None
-        verifier = str(EnvironmentPaths.for_os(self.os).verifier_dir)
-        others = [d for d in dirs if str(d) != verifier]
-        commands = []
-        if others:
-            build = self._empty_dirs_command if empty else self._ensure_dirs_command
-            commands.append(build(others, chmod=chmod and all(str(d).startswith("/logs/") for d in others)))
-        if len(others) < len(dirs):
-            q = shlex.quote(verifier)
-            owner = self._resolve_user(self.default_user)
-            commands.append((f"rm -rf {q}; " if empty else f"[ -L {q} ] && rm -f {q}; ")
-                            + f"mkdir -p {q} && chown {shlex.quote(str(owner or 0))} {q} && chmod 755 {q}")
-        return await self.exec(" && ".join(f"{{ {c}; }}" for c in commands), user="root")
-
-
-def _matches(rel: str, patterns: Sequence[str]) -> bool:
-    return any(fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(rel.rsplit("/", 1)[-1], p) for p in patterns)
 
 
 class PodmanLocalEnvironment(LocalContainerEnvironment):
@@ -356,4 +271,4 @@ class DockerLocalEnvironment(LocalContainerEnvironment):
         return "envevo-docker"
 
 
-__all__ = ["CACHE_LABEL", "DockerLocalEnvironment", "LocalContainerEnvironment", "PodmanLocalEnvironment"]
+__all__ = ["CACHE_LABEL", "NOTES_FILE", "DockerLocalEnvironment", "LocalContainerEnvironment", "PodmanLocalEnvironment"]

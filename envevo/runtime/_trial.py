@@ -244,8 +244,10 @@ def _guard_phases(trial: Trial) -> None:
     if not hasattr(environment, "quiesce") or trial.task.config.steps:
         return
     if resolve_task_verifier_mode(trial.task.config) == VerifierEnvironmentMode.SEPARATE:
+        unneeded = _logs_unread_after_agent(trial, EnvironmentPaths.for_os(environment.os))  # type: ignore[union-attr]
+
         async def quiesce(_event) -> None:
-            await environment.quiesce()  # type: ignore[union-attr]
+            await environment.quiesce(unneeded)  # type: ignore[union-attr]
 
         trial.add_hook(TrialEvent.AGENT_END, quiesce)
         return
@@ -255,6 +257,20 @@ def _guard_phases(trial: Trial) -> None:
             await environment.empty_dirs([EnvironmentPaths.for_os(environment.os).verifier_dir])  # type: ignore[union-attr]
 
     trial.add_hook(TrialEvent.VERIFICATION_START, fresh_verifier_dir)
+
+
+def _logs_unread_after_agent(trial: Trial, paths) -> list[str]:
+    """The agent's log dirs that nothing reads in its container after its phase (separate verifier): Harbor copies
+    them back in after copying them out, so a collect hook or an artifact could read them there; with neither, the
+    copy into the stopped container is skipped."""
+    from pathlib import PurePosixPath
+
+    if trial.task.config.verifier.collect:
+        return []
+    sources = [PurePosixPath(a if isinstance(a, str) else a.source)
+               for a in (*trial.task.config.artifacts, *trial.config.artifacts)]
+    logs = [PurePosixPath(paths.agent_dir), PurePosixPath(paths.user_agent_dir)]
+    return [str(d) for d in logs if not any(s == d or s in d.parents or d in s.parents for s in sources)]
 
 
 async def run_trial(spec: TrialSpec) -> TrialOutcome:
@@ -271,7 +287,12 @@ async def run_trial(spec: TrialSpec) -> TrialOutcome:
             error_message=f"{type(exc).__name__}: {exc}".splitlines()[0][:500],
         )
     _guard_phases(trial)
-    result = await trial.run()
+    try:
+        result = await trial.run()
+    finally:
+        removed = getattr(getattr(trial, "agent_environment", None), "removed", None)
+        if removed is not None:  # envevo's local environment removes a quiesced container in the background
+            await removed()
     task = asyncio.current_task()
     if task is not None and task.cancelling():
         # Harbor 0.26 re-raises a cancel after teardown; should a version return the cancelled trial as a failed

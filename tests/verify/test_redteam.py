@@ -28,7 +28,7 @@ def test_registry_is_lazy_and_complete():
                                "llm_hacker", *HOST_EXPLOITS[:1], "verifier_code_reward", "forged_evidence",
                                "detached_daemon", "shared_compose", *HOST_EXPLOITS[1:]]
     assert all(":" in target for target in EXPLOITS.values())
-    assert EXPLOITS["llm_hacker"] == "envevo.llm._hacker:LLMHacker"  # the llm floor, by a string
+    assert EXPLOITS["llm_hacker"] == "envevo.llm:LLMHacker"  # the llm floor, by a string (a named plugin edge)
     for name in exploit_names():
         assert get_exploit(name).name == name
         # the LLM hacker is tested against these fixtures, below; shared_compose on tests/fixtures/realistic/compose
