@@ -170,17 +170,23 @@ class GenerationHistory(StoreBase):
         reasons: Iterable[str] = (),
         runs: Iterable[Any] = (),
         *,
+        inconclusive: bool = False,
+        notes: Iterable[str] = (),
+        metrics: dict[str, Any] | None = None,
         wall_seconds: float | None = None,
     ) -> int:
         """Record one verifier's verdict on a candidate; ``runs`` are TrialOutcome models (or dicts)."""
         return self._db.insert(
-            "INSERT INTO verifications (candidate_id, verifier, passed, reasons, runs, wall_seconds, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            "INSERT INTO verifications (candidate_id, verifier, passed, inconclusive, reasons, notes, metrics, runs, "
+            "wall_seconds, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (
                 candidate_id,
                 verifier,
                 int(passed),
+                int(inconclusive and not passed),
                 json.dumps(list(reasons)),
+                json.dumps(list(notes)),
+                json.dumps(metrics or {}, default=str),
                 json.dumps([as_dict(r) for r in runs]),
                 wall_seconds,
                 now(),
@@ -189,9 +195,10 @@ class GenerationHistory(StoreBase):
         )
 
     def add_verifier_report(self, candidate_id: int, report: Any, *, wall_seconds: float | None = None) -> int:
-        """Record an ``envevo.verify.VerifierReport`` (name, passed, reasons, runs)."""
+        """Record an ``envevo.verify.VerifierReport``: name, passed, inconclusive, reasons, notes, metrics, runs."""
         return self.add_verification(
-            candidate_id, report.name, report.passed, report.reasons, report.runs, wall_seconds=wall_seconds
+            candidate_id, report.name, report.passed, report.reasons, report.runs,
+            inconclusive=report.inconclusive, notes=report.notes, metrics=report.metrics, wall_seconds=wall_seconds,
         )
 
     def verifications(self, candidate_id: int) -> list[Verification]:
@@ -201,7 +208,10 @@ class GenerationHistory(StoreBase):
                 **{
                     **dict(r),
                     "passed": bool(r["passed"]),
+                    "inconclusive": bool(r["inconclusive"]),
                     "reasons": json.loads(r["reasons"]),
+                    "notes": json.loads(r["notes"]),
+                    "metrics": json.loads(r["metrics"]),
                     "runs": json.loads(r["runs"]),
                 }
             )

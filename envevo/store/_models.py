@@ -113,7 +113,10 @@ class Verification(BaseModel):
     candidate_id: int
     verifier: str
     passed: bool
+    inconclusive: bool = Field(default=False, description="no evidence either way; never a pass, not the task's fault")
     reasons: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list, description="what is no finding against the task (an exploit skipped)")
+    metrics: dict[str, Any] = Field(default_factory=dict, description="figures measured beside the verdict (mutation score)")
     runs: list[dict[str, Any]] = Field(default_factory=list, description="per-run TrialOutcome as JSON")
     wall_seconds: float | None = None
     created_at: str

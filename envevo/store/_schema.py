@@ -149,6 +149,15 @@ _V2 = [
     )""",
 ]
 
+# A verifier's whole report: `inconclusive` (no evidence either way: a runner that never ran, an exploit that never
+# reached the tests, a machine limit) was stored as a plain failure before; `notes` (what is no finding against the
+# task) and `metrics` (the mutation verifier's score) were dropped. Rows of older stores read as conclusive, with none.
+_V3 = [
+    "ALTER TABLE verifications ADD COLUMN inconclusive INTEGER NOT NULL DEFAULT 0 CHECK (inconclusive IN (0, 1))",
+    "ALTER TABLE verifications ADD COLUMN notes TEXT NOT NULL DEFAULT '[]'",
+    "ALTER TABLE verifications ADD COLUMN metrics TEXT NOT NULL DEFAULT '{}'",
+]
+
 #: (version, statements), in order. The store refuses a database whose version is newer than the last one.
-MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2)]
+MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2), (3, _V3)]
 SCHEMA_VERSION = MIGRATIONS[-1][0]

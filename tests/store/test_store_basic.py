@@ -509,3 +509,45 @@ def test_rows_are_json_in_sqlite(store: LineageStore) -> None:
     assert json.loads(row["difficulty"])["D_T"] == 4.0 and json.loads(row["mutated"]) == ["instruction"]
     assert (row["L"], row["D_T"]) == (2, 4.0)
     assert load_task(store.task_dir(store.latest_version(lid).task_hash)).instruction.startswith("generation 1")
+
+
+def test_a_verifier_report_keeps_inconclusive_notes_and_metrics(store: LineageStore) -> None:
+    from envevo.verify import VerifierReport
+
+    lid = store.create_lineage("seed", tiny_task("seed"))
+    cid = store.add_candidate(lid, 1, "length", 1, tiny_task("c", "candidate"))
+    unknown = VerifierReport(name="invalid_test", passed=False, inconclusive=True,
+                             reasons=["inconclusive: reward 0, but the test runner never ran"],
+                             notes=["llm_hacker: skipped: no model configured"])
+    scored = VerifierReport(name="mutation", passed=True, metrics={"mutants": 4, "killed": 4, "score": 1.0})
+    store.add_verifier_report(cid, unknown)
+    store.add_verifier_report(cid, scored)
+    got = {v.verifier: v for v in store.verifications(cid)}
+    # Stored as inconclusive, not as a plain failure the task earned.
+    assert got["invalid_test"].inconclusive and not got["invalid_test"].passed
+    assert got["invalid_test"].notes == ["llm_hacker: skipped: no model configured"]
+    assert got["mutation"].metrics == {"mutants": 4, "killed": 4, "score": 1.0} and not got["mutation"].inconclusive
+
+
+def test_a_schema_2_store_upgrades_and_keeps_its_verifications(tmp_path: Path) -> None:
+    from envevo.store._schema import MIGRATIONS
+
+    db = tmp_path / "store.sqlite"
+    conn = sqlite3.connect(db)  # a store as envevo wrote it before schema 3
+    for version, statements in MIGRATIONS[:2]:
+        for stmt in statements:
+            conn.execute(stmt)
+        conn.execute("INSERT INTO schema_version VALUES (?, 'then')", (version,))
+    conn.commit()
+    conn.close()
+    with LineageStore.open(tmp_path) as s:
+        lid = s.create_lineage("seed", tiny_task("seed"))
+        cid = s.add_candidate(lid, 1, "length", 1, tiny_task("c", "candidate"))
+        old = sqlite3.connect(db)
+        old.execute("INSERT INTO verifications (candidate_id, verifier, passed, reasons, runs, created_at) "
+                    "VALUES (?, 'oracle', 0, '[\"scored 0.0\"]', '[]', 'then')", (cid,))
+        old.commit()
+        old.close()
+        (v,) = s.verifications(cid)
+        assert s.schema_version == SCHEMA_VERSION == 3
+        assert (v.passed, v.inconclusive, v.reasons, v.notes, v.metrics) == (False, False, ["scored 0.0"], [], {})
