@@ -29,8 +29,13 @@ def lineage_json(store: Any, lineage_id: str) -> dict[str, Any]:
 
     lin = store.lineage(lineage_id)
     tried: dict[int, int] = {}
+    mutants: dict[int, dict[str, Any]] = {}  # generation -> the accepted candidate's mutation verifier figures
     for c in store.candidates(lineage_id):
         tried[c.generation] = tried.get(c.generation, 0) + 1
+        if c.accepted:
+            for ver in store.verifications(c.id):
+                if ver.verifier == "mutation" and ver.metrics:
+                    mutants[c.generation] = ver.metrics
     spent: dict[int, dict[str, dict[str, Any]]] = {}  # generation -> role -> tokens and cost
     for u in store.usage(lineage_id):
         s = spent.setdefault(u.generation or 0, {}).setdefault(u.role, {"input_tokens": 0, "output_tokens": 0, "cost_usd": None})
@@ -44,6 +49,7 @@ def lineage_json(store: Any, lineage_id: str) -> dict[str, Any]:
             {
                 **version_fields(v),
                 "candidates": tried.get(v.generation, 0),
+                "mutation": mutants.get(v.generation),
                 "xi": v.trace.pretty() if v.trace else None,
                 "trace": v.trace.model_dump(mode="json") if v.trace else None,
                 "task_dir": str(store.paths.task_dir(v.task_hash)),
@@ -107,7 +113,8 @@ def show(
             title_justify="left",
             # no outer edge, one space between columns: 11 columns fit 80 characters
             box=box.SIMPLE_HEAD, show_edge=False, padding=0,
-            caption=f"{MUTATION_LEGEND}\n{DRIFT_LEGEND}" + (f" ({measures.pop()})" if len(measures := {
+            caption=f"{MUTATION_LEGEND}\n{DRIFT_LEGEND}" + (f"\n{KILLED_LEGEND}" if any(
+                g["mutation"] for g in lin["generations"]) else "") + (f" ({measures.pop()})" if len(measures := {
                 g["drift_measure"] for g in lin["generations"] if g["drift_measure"]}) == 1 else ""),
             caption_justify="left",
         )
@@ -129,7 +136,7 @@ def show(
                 fmt(g["drift_parent"]),
                 fmt(None if g["goal_sim_seed"] is None else 1 - g["goal_sim_seed"]),
                 mutation_flags(g["mutated"]),
-                "[green]yes[/]" if g["verified"] else "[yellow]no[/]",
+                ("[green]yes[/]" if g["verified"] else "[yellow]no[/]") + _killed(g["mutation"]),
             )
         out.print(table)
         if lin["usage"]:
@@ -142,9 +149,16 @@ def show(
             out.print(usage)
 
 
+def _killed(metrics: dict[str, Any] | None) -> str:
+    if not metrics or not metrics.get("run"):
+        return ""
+    return f" {metrics.get('killed', 0)}/{metrics['run']}"
+
+
 #: One letter per component, in canonical order, for compact tables.
 MUTATION_FLAGS = (("instruction", "I"), ("environment", "E"), ("verification", "V"), ("solution", "S"), ("config", "C"))
 IMAGES = "Prebuilt images (--images)"
+KILLED_LEGEND = "verified k/n: of n near-miss solutions run (the mutation verifier), k scored 0"
 MUTATION_LEGEND = "mutated: I instruction, E environment, V verification, S solution, C config"
 DRIFT_LEGEND = ("drift seed / parent: 1 − cosine similarity of the instruction to the seed's / the parent's; "
                 "goal drift: the same for the goal, to the seed's")

@@ -85,6 +85,23 @@ def test_show_table_and_lineage_filter(run: Path) -> None:
     assert [lin["id"] for lin in json.loads(res.stdout)["lineages"]] == ["beta"]
 
 
+def test_show_gives_the_mutation_score_of_each_accepted_generation(tmp_path: Path) -> None:
+    from envevo.verify import VerifierReport
+
+    with LineageStore.open(tmp_path / "run") as s:
+        a = s.create_lineage("alpha", tiny_task("alpha"), trace=trace_of(2), difficulty=difficulty_of(2), verified=True)
+        child = tiny_task("alpha", "alpha 1")
+        cid = s.add_candidate(a, 1, "length", 1, child, accepted=True)
+        s.add_verifier_report(cid, VerifierReport(name="mutation", passed=True,
+                                                  metrics={"mutants": 6, "run": 4, "killed": 4, "survived": 0, "score": 1.0}))
+        s.commit_generation(a, 1, child, direction="length", effort="high", trace=trace_of(3),
+                            difficulty=difficulty_of(3), verified=True)
+    gens = json.loads(invoke("lineage", "show", tmp_path / "run", "--json").stdout)["lineages"][0]["generations"]
+    assert [g["mutation"] and g["mutation"]["score"] for g in gens] == [None, 1.0]
+    table = invoke("lineage", "show", tmp_path / "run").stdout
+    assert "yes 4/4" in table and "of n near-miss solutions run" in table
+
+
 def test_show_unknown_lineage_is_one_line(run: Path) -> None:
     res = invoke("lineage", "show", run, "--lineage", "gamma")
     assert res.exit_code == 2
