@@ -203,3 +203,16 @@ def test_the_quality_check_names_a_step_whose_mistake_is_harmless():
     assert block is not None, "some draw of these blocks is harmless (tiny inputs), so the chain-level redraw matters"
     problems = quality_check(compose(chain))
     assert any(p.startswith(f"step {block.index + 1} ({block.scenario}/{block.skill}): its wrong variant") for p in problems)
+
+
+def test_every_wrong_mode_reaches_a_separate_verifier_unchanged():
+    # Harbor uploads artifacts into a separate verifier through tarfile's data filter; a mode it rewrites would fail
+    # the reference solution's own mode check there (0o666 and 0o444 both arrived as 0o644).
+    import tarfile
+
+    from envevo.catalog.scenarios.tree import WRONG_MODES
+
+    for mode in (*WRONG_MODES, 0o644):
+        member = tarfile.TarInfo("app/reports/junit/TEST-x.xml")
+        member.mode = mode
+        assert tarfile.data_filter(member, "/tmp").mode == mode, oct(mode)

@@ -9,9 +9,10 @@ from envevo.catalog import _recipes as R
 from envevo.catalog._rows import Inst, Row
 from envevo.catalog.scenarios._base import Scenario, XmlRows, element_tree_reader, phrase
 
-# No group/other write bit: a file the task leaves alone keeps its mode, and a separate verifier must see that mode,
-# but Harbor copies artifacts into it through tarfile's `data` filter, which clears those bits (0o666 arrives as 0o644).
-WRONG_MODES = (0o600, 0o640, 0o700, 0o444, 0o755)
+# Modes that tarfile's `data` filter keeps: Harbor copies artifacts into a separate verifier through it, and a file the
+# task leaves alone must arrive with its mode. The filter clears group/other write bits and gives the owner read and
+# write (0o666 and 0o444 both arrive as 0o644). tests/catalog/test_wrong_variants.py checks every mode here.
+WRONG_MODES = (0o600, 0o640, 0o700, 0o744, 0o755)
 
 
 def _modes(rng: random.Random, inst: Inst, good: int, share: float = 0.4) -> None:
