@@ -208,6 +208,7 @@ class Copy:
                                       stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True)
         self._timed_out = threading.Event()
         self._timer = threading.Timer(timeout_sec, self._expire)
+        self._timer.daemon = True  # a copy a Ctrl-C abandoned must not keep the interpreter from exiting
         self._timer.start()
         self._timeout_sec = timeout_sec
         self._archive: tarfile.TarFile | None = None

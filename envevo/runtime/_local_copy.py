@@ -79,8 +79,11 @@ class CopyingEnvironment(PreparingEnvironment):
             old = self._held.pop(_norm(path), None)
             if old is not None:
                 old.close()
-            # Held as soon as it exists, so a cancelled wait still leaves it to `_release`.
+            # Held as soon as it exists, so a cancelled wait still leaves it to `_release`; and if stop() ran while
+            # this thread read the first header (a Ctrl-C), nothing will release it later: release it now.
             self._held[_norm(path)] = _archive.Copy(self.engine, container, path, self._budget.limits.timeout_sec)
+            if self._stopping:
+                self._release()
 
         await asyncio.to_thread(start)
 

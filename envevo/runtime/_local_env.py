@@ -154,6 +154,7 @@ class LocalContainerEnvironment(CopyingEnvironment):
         await self.ensure_dirs(self._mount_targets(writable_only=True))
 
     async def stop(self, delete: bool) -> None:
+        self._stopping = True
         self._release()
         self._pending.clear()
         if self._container is None:

@@ -33,6 +33,7 @@ class CommandEnvironment(BaseEnvironment):
         self._stopped = False  # quiesced: the container exists, none of its processes runs
         self._budget = _archive.CopyBudget()
         self._held: dict[str, _archive.Copy] = {}  # copies `is_dir` opened, for the downloads that follow
+        self._stopping = False  # set by stop(): a copy opened in a worker thread after that is closed at once
         self._pending: list[tuple[list[str], str]] = []  # deferred directory preparation: (dirs, root's command)
         self._unneeded: set[str] = set()  # paths nothing reads in the container once it is quiesced
         self._image_ref = ""
