@@ -112,7 +112,7 @@ def test_verify_runs_each_trial_as_a_ray_task_on_a_remote_env(cluster, tmp_path)
     c, _ = cluster
     task_dir = save(compose(random_chain(None, 2, 7)), tmp_path / "task")
     done = run_cli("verify", str(task_dir), "--env", "tests.fakes.remote_env:FakeRemoteEnvironment", "--repeats", "2",
-                   "--red-team", "off", "--executor", "ray", "--ray-address", c.address, "--max-sandboxes", "2",
+                   "--red-team", "off", "--mutation", "off", "--executor", "ray", "--ray-address", c.address, "--max-sandboxes", "2",
                    "--json", "--jobs-dir", str(tmp_path / "jobs"))
     assert done.returncode == 0, done.stderr[-2000:]
     [verdict] = json.loads(done.stdout)

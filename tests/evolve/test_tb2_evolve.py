@@ -172,14 +172,14 @@ def test_a_tb2_style_seed_is_judged_not_rejected_and_a_candidate_must_realize_it
     assert "does not gate it: fail: anti_cheating_measures (critical)" in judged.detail
     seed_verdict = json.loads((store.run_dir / "work" / "seeds" / "tb2-canonical" / "verdict.json").read_text())
     assert {k: r["passed"] for k, r in seed_verdict["reports"].items()} == {
-        "oracle": True, "invalid_test": True, "rubric": False, "realizes_plan": True}
+        "oracle": True, "invalid_test": True, "mutation": True, "rubric": False, "realizes_plan": True}
     assert store.version("tb2-canonical", 0).verified
 
     first, middle, last = store.candidates("tb2-canonical", 1)
     # The first candidate passes the containers and the judge, but its re-extracted ξ lacks the planned step.
     reports = {r.verifier: r for r in store.verifications(first.id)}
-    assert {k: r.passed for k, r in reports.items()} == {"oracle": True, "invalid_test": True, "rubric": True,
-                                                        "realizes_plan": False, "drift": True}
+    assert {k: r.passed for k, r in reports.items()} == {"oracle": True, "invalid_test": True, "mutation": True,
+                                                        "rubric": True, "realizes_plan": False, "drift": True}
     assert not first.accepted
     assert any(r.startswith("realizes_plan: the candidate does not realize its plan") for r in first.reasons)
     # ... and the Modifier is told so on its second attempt.
