@@ -56,7 +56,8 @@ def test_one_llm_generation_of_log_forensics_is_verified_in_containers_and_store
     (candidate,) = store.candidates("log-forensics", 1)
     reports = {r.verifier: r for r in store.verifications(candidate.id)}
     assert {k: r.passed for k, r in reports.items()} == {"oracle": True, "invalid_test": True, "rubric": True,
-                                                        "realizes_plan": True, "red_team": True, "drift": True}
+                                                        "realizes_plan": True, "red_team": True, "mutation": True,
+                                                        "drift": True}
 
     task = store.load_version_task(v1.task_hash)
     assert f'"exfil_datasets": {json.dumps(lf.NEW_KEYS["exfil_datasets"])}' in task.read_text("tests/test_outputs.py")
