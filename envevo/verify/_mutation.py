@@ -26,6 +26,7 @@ from envevo.task import Task, load_task, save
 from envevo.verify._evidence import quote, read_trial_logs
 from envevo.verify._feedback import solution_run
 from envevo.verify._mutants import SOLVE, Mutant, task_mutants
+from envevo.verify._redteam import parse_switch
 from envevo.verify._verdict import VerifierReport
 
 MUTANTS_DIR = "_mutants"  # under a task's trials dir: one task copy per mutant
@@ -33,20 +34,7 @@ _NEVER_RAN = (ErrorKind.ENVIRONMENT_BUILD_FAILURE, ErrorKind.INFRASTRUCTURE_ERRO
 
 
 def parse_mutation(value: str) -> tuple[bool, int | None]:
-    """'on' → (True, None), 'off' → (False, None), 'sample:N' → (True, N); ValueError otherwise."""
-    v = (value or "off").strip().lower()
-    if v == "off":
-        return False, None
-    if v == "on":
-        return True, None
-    if v.startswith("sample:"):
-        try:
-            n = int(v.split(":", 1)[1])
-        except ValueError:
-            n = 0
-        if n >= 1:
-            return True, n
-    raise ValueError(f"--mutation {value!r}: use on, off or sample:N (N ≥ 1)")
+    return parse_switch("--mutation", value)
 
 
 def choose_mutants(task: Task, mutants: list[Mutant], sample: int | None) -> list[Mutant]:

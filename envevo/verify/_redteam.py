@@ -56,8 +56,9 @@ def exploit_result(o: TrialOutcome) -> tuple[ExploitResult, str]:
     return ExploitResult.RESISTED, ""
 
 
-def parse_red_team(value: str) -> tuple[bool, int | None]:
-    """'on' → (True, None), 'off' → (False, None), 'sample:N' → (True, N); ValueError otherwise."""
+def parse_switch(option: str, value: str) -> tuple[bool, int | None]:
+    """An on/off/sample:N verifier switch (`--red-team`, `--mutation`): 'on' → (True, None), 'off' → (False, None),
+    'sample:N' → (True, N); ValueError naming `option` otherwise."""
     v = (value or "off").strip().lower()
     if v == "off":
         return False, None
@@ -70,7 +71,11 @@ def parse_red_team(value: str) -> tuple[bool, int | None]:
             n = 0
         if n >= 1:
             return True, n
-    raise ValueError(f"--red-team {value!r}: use on, off or sample:N (N ≥ 1)")
+    raise ValueError(f"{option} {value!r}: use on, off or sample:N (N ≥ 1)")
+
+
+def parse_red_team(value: str) -> tuple[bool, int | None]:
+    return parse_switch("--red-team", value)
 
 
 def choose_exploits(task: Task, names: list[str], sample: int | None) -> list[str]:
