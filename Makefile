@@ -87,7 +87,7 @@ lint: venv
 
 test: lint sandbox rl-venv skyrl-venv taskset-venv
 	$(PY) -m pytest -q
-	ENVEVO_RL_TESTS=1 $(RLVENV)/bin/python -m pytest -q tests/schedule/test_adapters_verl.py tests/schedule/test_adapters_trl.py tests/schedule/test_adapters_prime_rl.py
+	ENVEVO_RL_TESTS=1 ENVEVO_RUNTIME_PYTHON=$(abspath $(PY)) $(RLVENV)/bin/python -m pytest -q tests/schedule/test_adapters_verl.py tests/schedule/test_adapters_trl.py tests/schedule/test_adapters_prime_rl.py
 	ENVEVO_RL_TESTS=1 $(SKYVENV)/bin/python -m pytest -q tests/schedule/test_adapters_skyrl.py
 	ENVEVO_RL_TESTS=1 $(TASKSETVENV)/bin/python -m pytest -q tests/schedule/test_adapters_taskset.py
 

@@ -12,6 +12,7 @@ from envevo.runtime._envs import LOCAL_ENGINES, EnvChoice, check_env, resolve_en
 from envevo.runtime._host_ca import ENV_VAR as HOST_CA_ENV_VAR
 from envevo.runtime._host_ca import volume_args as host_ca_volume_args
 from envevo.runtime._image_cache import CACHE_LABEL, CACHE_REPO, cache_tag, environment_digest
+from envevo.runtime._live_trial import LiveTrial, LiveTrialError
 from envevo.runtime._network import network_policy
 from envevo.runtime._outcome import ErrorKind, PhaseTimings, TrialOutcome, TrialSpec
 from envevo.runtime._publish import PublishedImage, PublishError, publish_image
@@ -61,6 +62,8 @@ __all__ = [
     "host_ca",
     "host_ca_volume_args",
     "list_containers",
+    "LiveTrial",
+    "LiveTrialError",
     "network_policy",
     "owner_id",
     "remove_containers",

@@ -110,3 +110,79 @@ def test_real_grpo_trainer_serves_the_curriculum_and_observes_every_group(tmp_pa
     assert all(o.late for o in obs if not o.advanced)
     assert all(o.env_id.endswith("__g00") for o in obs)
     assert trainer.scheduler.progress()["observed"] == 3
+
+
+def _tool_model():
+    """The tiny GPT-2 with a chat template whose tool calls TRL knows how to parse (its Qwen3 template)."""
+    from trl.chat_template_utils import qwen3_chat_template
+
+    model, tok = tiny_gpt2(["a", "b"])
+    tok.chat_template = qwen3_chat_template
+    return model, tok
+
+
+def _task_rows(tasks):
+    return Dataset.from_list([{"prompt": [{"role": "user", "content": ""}], "task_dir": str(t), "env_id": t.name,
+                               "lineage": t.name, "generation": 0, "D_T": 1.0} for t in tasks])
+
+
+@pytest.mark.sandbox
+@pytest.mark.timeout(900)
+def test_trl_drives_envevos_runner_like_its_own_env_and_a_tool_shim_scores_zero(tmp_path):
+    """GRPOTrainer builds EnvevoBashEnv from environment_factory, takes its `bash` tool and its get_reward column;
+    the tool calls a model would make are made here through the trainer's own tool dict (a real trial each)."""
+    import os
+
+    from trl import GRPOConfig
+
+    from envevo.schedule.adapters.trl_env import bash_environment
+    from tests.schedule.test_trl_env import SEPARATE, TR_SHIM, _solution
+
+    if not os.environ.get("ENVEVO_RUNTIME_PYTHON"):
+        pytest.skip("`make test` runs this with ENVEVO_RUNTIME_PYTHON, envevo's own venv (Harbor is not in this one)")
+    ds = _task_rows([SEPARATE])
+    model, tok = _tool_model()
+    args = GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=2, num_generations=2,
+                      max_completion_length=3, max_steps=1, report_to=[], use_cpu=True, save_strategy="no",
+                      dataloader_num_workers=0)
+    trainer = EnvevoGRPOTrainer(model=model, processing_class=tok, args=args, train_dataset=ds,
+                                environment_factory=bash_environment("podman"), scheduler="el")
+    assert trainer.reward_func_names == ["EnvevoBashEnv"]  # TRL made get_reward the reward column
+    env = trainer._environment_pool[None][0]
+    tools = {t.__name__: t for t in trainer._env_tools[None]}
+    assert set(tools) == {"bash"}
+
+    def rollout(*commands):
+        prompt = env.reset(**ds[0])
+        assert "primes" in prompt
+        for c in commands:
+            tools["bash"](c)
+        return trainer.reward_funcs[-1](environments=[env])
+
+    assert rollout(TR_SHIM) == [0.0]
+    assert rollout(_solution(SEPARATE)) == [1.0]
+
+
+def test_trl_harbor_env_is_refused_for_tasks_whose_guarantees_it_drops(tmp_path):
+    from trl import GRPOConfig
+    from trl.experimental.harbor import HarborSpec
+
+    from tests.schedule.test_trl_env import SEPARATE
+
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    import shutil
+
+    shutil.copytree(SEPARATE, tasks / SEPARATE.name)
+    spec = HarborSpec(str(tmp_path))
+    model, tok = _tool_model()
+    args = GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=2, num_generations=2,
+                      max_completion_length=3, max_steps=1, report_to=[], use_cpu=True, save_strategy="no",
+                      dataloader_num_workers=0)
+    kw = dict(model=model, processing_class=tok, args=args, train_dataset=_task_rows([tasks / SEPARATE.name]),
+              environment_factory=spec.environment_factory, reward_funcs=spec.reward_funcs)
+    with pytest.raises(ScheduleError, match="separate-verifier: separate verifier, artifacts / collect hooks, "
+                                            "no-network.*bash_environment"):
+        EnvevoGRPOTrainer(**kw)
+    with pytest.warns(UserWarning, match="HarborEnv runs the tests in the agent's container"):
+        EnvevoGRPOTrainer(**kw, allow_trl_harbor_env=True)

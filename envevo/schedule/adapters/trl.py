@@ -42,6 +42,7 @@ from envevo.schedule.adapters._common import (
     read_export_index,
     row_positions,
 )
+from envevo.schedule.adapters.trl_env import lost_under_trl_harbor_env
 
 
 def harbor_train_dataset(spec: Any, export_dir: str | os.PathLike[str]) -> Any:
@@ -57,6 +58,33 @@ def harbor_train_dataset(spec: Any, export_dir: str | os.PathLike[str]) -> Any:
     for col in (ENV_ID, LINEAGE, GENERATION, "D_T"):
         ds = ds.add_column(col, [by_name[n][col] for n in names])
     return ds
+
+
+def _check_runner(factories: dict[Any, Any] | None, dataset: Any, allowed: bool) -> None:
+    """Refuse TRL's own ``HarborEnv`` for tasks whose reward depends on what it does not honour (a separate
+    verifier, artifacts, collect hooks, no-network): its tests run in the agent's container, so a hack the task's
+    verifier defeats (a ``python3`` shim) scores 1.0 there. ``allow_trl_harbor_env=True`` turns this into a warning."""
+    try:
+        from trl.experimental.harbor import HarborEnv
+    except ImportError:
+        return
+    classes = [getattr(f, "func", f) for f in (factories or {}).values()]
+    if not any(isinstance(c, type) and issubclass(c, HarborEnv) for c in classes):
+        return
+    columns = getattr(dataset, "column_names", None) or []
+    lost = lost_under_trl_harbor_env(dataset["task_dir"] if "task_dir" in columns else [])
+    if not lost:
+        return
+    first = next(iter(lost.items()))
+    message = (f"TRL's HarborEnv runs the tests in the agent's container: {len(lost)} task(s) lose what keeps their "
+               f"reward honest (e.g. {first[0]}: {', '.join(first[1])}). Use "
+               "environment_factory=envevo.schedule.adapters.trl_env.bash_environment(), which verifies each rollout "
+               "with the task's own verifier mode")
+    if not allowed:
+        raise ScheduleError(message + ", or pass allow_trl_harbor_env=True to train on them anyway")
+    import warnings
+
+    warnings.warn(message, stacklevel=3)
 
 
 class SchedulerRepeatSampler(Sampler[int]):
@@ -104,10 +132,12 @@ class EnvevoGRPOTrainer(GRPOTrainer):
         scheduler_seed: int = 0,
         scheduler_options: dict[str, Any] | None = None,
         env_column: str = ENV_ID,
+        allow_trl_harbor_env: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         ds = self.train_dataset
+        _check_runner(getattr(self, "environment_factories", None), ds, allow_trl_harbor_env)
         if ds is None or env_column not in getattr(ds, "column_names", []):
             raise ScheduleError(f"EnvevoGRPOTrainer needs a train dataset with an {env_column!r} column "
                                 "(see `envevo export RUN --format rl`)")
