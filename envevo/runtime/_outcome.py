@@ -61,6 +61,7 @@ class TrialOutcome(BaseModel):
     timings: PhaseTimings = Field(default_factory=PhaseTimings)
     error_kind: ErrorKind = ErrorKind.OK
     error_message: str | None = None
+    exception_type: str | None = Field(default=None, description="the type name of the exception that ended the trial")
     trial_dir: Path | None = None
     notes: list[str] = Field(default_factory=list, description="what the sandbox changed or dropped, e.g. refused limits")
 

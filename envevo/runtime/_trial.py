@@ -43,6 +43,12 @@ _INFRASTRUCTURE = {
     "InternalServerError",
     "StartRefused",  # envevo's quota wrapper: the provider refused a sandbox through every backoff attempt
 }
+# Exception types that mean a programming error; raised from envevo's own code, they end the run with a traceback
+# instead of becoming an infrastructure error (which verdicts read as "inconclusive", hiding the bug).
+_BUG_TYPES = (AttributeError, TypeError, NameError, AssertionError, UnboundLocalError)
+_BUG_TYPE_NAMES = {t.__name__ for t in _BUG_TYPES}
+_ENVEVO_FRAME = re.compile(r'File "[^"]*/envevo/[^"]*\.py"')
+_ANY_FRAME = re.compile(r'File "[^"]*"')
 # Messages Harbor's compose environments raise when `compose up --build` fails on the image build.
 _BUILD_MARKERS = ("error building", "build failed", "failed to build", " build. return code", "returned a non-zero code")
 # Harbor quotes the whole compose command line in its errors; the trial dir has it, the one-liner need not.
@@ -59,6 +65,21 @@ def _agent_config(spec: TrialSpec) -> AgentConfig:
     connection = {k: spec.agent_kwargs[k] for k in CONNECTION_KWARGS if spec.agent_kwargs.get(k) is not None}
     which = {"import_path": spec.agent} if ":" in spec.agent else {"name": spec.agent}
     return AgentConfig(**which, model_name=spec.model, kwargs=kwargs, **connection)
+
+
+class EnvevoBug(RuntimeError):
+    """A programming error in envevo's own trial code (not the task's, the agent's or the machine's)."""
+
+
+def _innermost_is_envevo(traceback_text: str) -> bool:
+    frames = _ANY_FRAME.findall(traceback_text or "")
+    return bool(frames) and bool(_ENVEVO_FRAME.fullmatch(frames[-1]))
+
+
+def _raise_if_bug(exception_type: str, message: str, traceback_text: str, where: str) -> None:
+    if exception_type in _BUG_TYPE_NAMES and _innermost_is_envevo(traceback_text):
+        raise EnvevoBug(f"{where}: {exception_type}: {message} (a bug in envevo, not the task's or the machine's)\n"
+                        f"{traceback_text}")
 
 
 def _one_line(exc: BaseException) -> str:
@@ -214,6 +235,7 @@ def to_outcome(spec: TrialSpec, r: TrialResult) -> TrialOutcome:
         timings=_timings(r),
         error_kind=kind,
         error_message=message,
+        exception_type=r.exception_info.exception_type if r.exception_info else None,
         trial_dir=spec.trials_dir.resolve() / r.trial_name,
         notes=_notes(spec.trials_dir.resolve() / r.trial_name),
     )
@@ -279,12 +301,17 @@ async def run_trial(spec: TrialSpec) -> TrialOutcome:
         config = trial_config(spec)
         trial = await Trial.create(config)
     except Exception as exc:  # Harbor rejected the config or task before any container started
+        import traceback
+
+        _raise_if_bug(type(exc).__name__, str(exc), "".join(traceback.format_exception(exc)),
+                      f"setting up a trial of {spec.task_dir.name}")
         return TrialOutcome(
             task=spec.task_dir.name,
             agent=spec.agent,
             model=spec.model,
             error_kind=ErrorKind.INFRASTRUCTURE_ERROR,
             error_message=f"{type(exc).__name__}: {exc}".splitlines()[0][:500],
+            exception_type=type(exc).__name__,
         )
     _guard_phases(trial)
     try:
@@ -293,6 +320,11 @@ async def run_trial(spec: TrialSpec) -> TrialOutcome:
         removed = getattr(getattr(trial, "agent_environment", None), "removed", None)
         if removed is not None:  # envevo's local environment removes a quiesced container in the background
             await removed()
+    exc_info = result.exception_info
+    if exc_info is not None and (result.agent_execution is None or result.agent_execution.started_at is None):
+        # Before the agent ran, the code in play is envevo's environment and Harbor's trial loop, not the agent's.
+        _raise_if_bug(exc_info.exception_type, exc_info.exception_message, exc_info.exception_traceback,
+                      f"a trial of {spec.task_dir.name}")
     task = asyncio.current_task()
     if task is not None and task.cancelling():
         # Harbor 0.26 re-raises a cancel after teardown; should a version return the cancelled trial as a failed
@@ -343,7 +375,7 @@ async def run_trials(
             if not outcome.error_kind.is_infrastructure:
                 break
             text = outcome.error_message or ""
-            kind = text.partition(":")[0]
+            kind = outcome.exception_type or text.partition(":")[0]
             if kind != "StartRefused" and is_provider_error(kind, text) and provider < backoff().attempts:
                 await provider_wait(provider)
                 provider += 1

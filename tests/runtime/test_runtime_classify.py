@@ -70,3 +70,37 @@ def test_an_interrupted_trial_is_not_retried_or_recorded(monkeypatch, tmp_path) 
     with pytest.raises(asyncio.CancelledError):
         asyncio.run(main())
     assert calls == [1] and recorded == []
+
+
+def test_a_programming_error_in_envevos_trial_setup_fails_loudly(monkeypatch, tmp_path) -> None:
+    """A bug in envevo's own trial code must crash the run, not read as an inconclusive verdict."""
+    import envevo.runtime._trial as trial_mod
+    from envevo.runtime import TrialSpec
+
+    task = tmp_path / "task"
+    task.mkdir()
+    spec = TrialSpec(task_dir=task, agent="oracle", trials_dir=tmp_path / "trials")
+    monkeypatch.setattr(trial_mod, "resolve_env", None)  # _environment_config then calls None: a TypeError in envevo
+    with pytest.raises(trial_mod.EnvevoBug, match="TypeError.*a bug in envevo"):
+        asyncio.run(trial_mod.run_trial(spec))
+
+
+def test_what_harbor_rejects_stays_an_outcome_with_its_exception_type(tmp_path) -> None:
+    import envevo.runtime._trial as trial_mod
+    from envevo.runtime import TrialSpec
+
+    spec = TrialSpec(task_dir=tmp_path / "missing", agent="oracle", trials_dir=tmp_path / "trials")
+    outcome = asyncio.run(trial_mod.run_trial(spec))
+    assert outcome.error_kind is ErrorKind.INFRASTRUCTURE_ERROR and outcome.exception_type
+    assert outcome.error_message and outcome.error_message.startswith(outcome.exception_type)
+
+
+def test_only_a_bug_type_raised_from_envevos_own_frame_is_a_bug() -> None:
+    from envevo.runtime._trial import EnvevoBug, _raise_if_bug
+
+    ours = 'Traceback:\n  File "/x/harbor/trial/trial.py", line 3\n  File "/x/envevo/runtime/_local_env.py", line 9\n'
+    theirs = 'Traceback:\n  File "/x/envevo/runtime/_local_env.py", line 9\n  File "/x/harbor/env.py", line 3\n'
+    with pytest.raises(EnvevoBug):
+        _raise_if_bug("AttributeError", "no attribute", ours, "a trial")
+    _raise_if_bug("AttributeError", "no attribute", theirs, "a trial")  # Harbor's own frame: stays an outcome
+    _raise_if_bug("ValueError", "bad", ours, "a trial")  # not a programming-error type
