@@ -1,4 +1,5 @@
-"""`envevo audit`: oracle, invalid-test and the red team over any Harbor dataset folder or set of tasks.
+"""`envevo audit`: oracle, invalid-test, the red team and the mutation verifier over any Harbor dataset folder or set
+of tasks.
 
 Results go to `--out DIR/audit.jsonl`, one line per task keyed by its content hash, appended as each task's
 verdict is known; `--resume` skips the tasks already there, so a killed audit of thousands of tasks re-runs only
@@ -20,6 +21,7 @@ from rich.table import Table
 
 from envevo.cli import _options as o
 from envevo.cli._common import STATUS, check_red_team, err, out, preflight, print_json, progress, user_errors
+from envevo.cli.verify_cmd import check_mutation
 from envevo.errors import UserError
 from envevo.evolve import EvolveConfig
 from envevo.verify import AUDIT_RESULTS as RESULTS
@@ -28,6 +30,20 @@ from envevo.verify import summarize_audit as summarize
 
 D = EvolveConfig()
 __all__ = ["RESULTS", "audit", "load_results", "summarize"]  # the library's names, as tests and scripts import them here
+
+
+def mutation_cell(rec: dict) -> str:
+    """A record's mutation score and survivors, as the audit table shows them: "3/4", "1/2 (survived:
+    prefix-3of4)", "no mutants", or "-" (not run, or a record from before the audit ran it)."""
+    m = rec.get("mutation")
+    if not m:
+        return "-"
+    if not m["run"]:
+        return "no mutants"
+    text = m["score"] or "0/0"
+    notes = ([f"survived: {', '.join(m['survived'])}"] if m["survived"] else []) + (
+        [f"{m['inconclusive']} inconclusive"] if m["inconclusive"] else [])
+    return text + (f" ({'; '.join(notes)})" if notes else "")
 
 
 @user_errors
@@ -40,12 +56,14 @@ def audit(
     env: o.Env = D.env,
     repeats: o.Repeats = 1,
     red_team: o.RedTeam = "on",
+    mutation: o.Mutation = D.mutation,
     concurrency: o.Concurrency = D.trial_concurrency,
     image_map: o.ImageMapOpt = [],  # noqa: B006 (typer copies list defaults)
     config: o.ImagesConfig = None,
     json_out: o.Json = False,
 ) -> None:
-    """Audit tasks for soundness and reward hacks: per task, which verifier failed and which exploit broke it.
+    """Audit tasks for soundness and reward hacks: per task, which verifier failed, which exploit broke it, and its
+    mutation score (near-miss solutions killed of those run) with the surviving mutants by name.
 
     --json prints {tasks: [...], summary: {...}}."""
     from envevo.sandbox import runnable_copy
@@ -53,6 +71,7 @@ def audit(
     from envevo.verify import audit_record, default_verifiers, end_torn_line, record_reasons, verify_tasks
 
     check_red_team(red_team)
+    check_mutation(mutation)
     out_dir = out_dir.resolve()
     results = out_dir / RESULTS
     if results.is_file() and not resume:
@@ -66,7 +85,7 @@ def audit(
         err.print(f"resuming: {len(loaded) - len(todo)} of {len(loaded)} task(s) already audited in {results}")
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs = out_dir / "trials"
-    verifiers = default_verifiers(repeats, red_team=red_team)
+    verifiers = default_verifiers(repeats, red_team=red_team, mutation=mutation)
     t0 = time.monotonic()
 
     async def run_all(advance, sink) -> None:
@@ -84,7 +103,8 @@ def audit(
             sink.flush()
             done[rec["hash"]] = rec
             classes = rec["broken_by"]
-            advance(f"{t.name} → {v.status}{' (' + ', '.join(classes) + ')' if classes else ''}")
+            score = f", mutation {rec['mutation']['score']}" if rec["mutation"] and rec["mutation"]["score"] else ""
+            advance(f"{t.name} → {v.status}{' (' + ', '.join(classes) + ')' if classes else ''}{score}")
 
         await asyncio.gather(*(one(t) for t in todo))
 
@@ -97,19 +117,23 @@ def audit(
     summary = summarize(records)
     if json_out:
         print_json({"tasks": [{k: r[k] for k in ("task", "hash", "source", "status", "broken_by", "hackable")}
-                              | {"reasons": record_reasons(r)} for r in records],
+                              | {"mutation": r.get("mutation"), "reasons": record_reasons(r)} for r in records],
                     "summary": summary, "results": str(results)})
     else:
-        table = Table(title=f"envevo audit ({env}, red team {red_team}, {len(records)} task(s), {wall:.0f} s)")
-        for col in ("task", "status", "broken by", "first reason"):
+        table = Table(title=f"envevo audit ({env}, red team {red_team}, mutation {mutation}, {len(records)} task(s), "
+                            f"{wall:.0f} s)")
+        for col in ("task", "status", "broken by", "mutation", "first reason"):
             table.add_column(col, overflow="fold")
         for r in records:
             reasons = record_reasons(r)
             table.add_row(r["task"], STATUS[r["status"]], escape(", ".join(r["broken_by"])) or "-",
+                          escape(mutation_cell(r)),
                           escape(reasons[0].splitlines()[0]) if reasons else "-")
         out.print(table)
         classes = ", ".join(f"{k} {n}" for k, n in summary["failure_classes"].items()) or "none"
         out.print(f"{summary['tasks']} task(s): {summary['status']}; failure classes: {classes}; "
-                  f"hackable {summary['hackable']}/{summary['tasks']} ({100 * summary['hackable_fraction']:.0f}%)")
+                  f"hackable {summary['hackable']}/{summary['tasks']} ({100 * summary['hackable_fraction']:.0f}%); "
+                  f"surviving mutants in {summary['mutant_survived']}/{summary['mutation_scored']} scored task(s)"
+                  + (f" (mutation score {summary['mutation_score']})" if summary["mutation_score"] else ""))
         err.print(f"results: {results}")
     raise typer.Exit(0 if all(r["ok"] for r in records) else 1)

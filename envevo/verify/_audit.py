@@ -1,5 +1,7 @@
 """Audit records: one JSON line per task in `audit.jsonl`, keyed by its content hash, so a killed audit of
-thousands of tasks resumes with only what was left; counts per failure class and the hackable fraction."""
+thousands of tasks resumes with only what was left; counts per failure class, the hackable fraction and the tasks
+with a surviving mutant. A record written before the audit ran the mutation verifier has no `mutation` entry; it
+loads, and shows none."""
 
 from __future__ import annotations
 
@@ -10,14 +12,37 @@ from pathlib import Path
 from typing import Any
 
 from envevo.task import Task
+from envevo.verify._mutation import survivors
 from envevo.verify._redteam import broken_by
 from envevo.verify._verdict import Verdict, VerifierReport
 
 AUDIT_RESULTS = "audit.jsonl"
 
 
+def mutant_kind(mutant_id: str) -> str:
+    """prefix, wrong or skip, from a mutant's id (prefix-3of7, step2-wrong, step2-skip)."""
+    return "prefix" if mutant_id.startswith("prefix-") else mutant_id.rsplit("-", 1)[-1]
+
+
+def mutation_result(summary: dict) -> dict[str, Any] | None:
+    """The mutation verifier's part of an audit record, from a verdict summary: the score killed/(killed+survived)
+    as text ("3/4", None when no mutant was judged), the counts, and the surviving mutants by id; None when the
+    verifier did not run."""
+    m = summary.get("mutation")
+    if not m:
+        return None
+    metrics = m.get("metrics") or {}
+    report = VerifierReport(name="mutation", passed=m["passed"], inconclusive=m["inconclusive"], reasons=m["reasons"])
+    killed, survived = int(metrics.get("killed", 0)), survivors(report)
+    judged = killed + len(survived)
+    return {"score": f"{killed}/{judged}" if judged else None, "killed": killed, "survived": survived,
+            "inconclusive": int(metrics.get("inconclusive", 0)), "run": int(metrics.get("run", 0)),
+            "mutants": metrics.get("mutants"), "source": metrics.get("source")}
+
+
 def failure_classes(summary: dict) -> list[str]:
-    """What broke a task: 'oracle', 'invalid_test', and 'exploit:<name>' per exploit that passed it."""
+    """What broke a task: 'oracle', 'invalid_test', 'exploit:<name>' per exploit that passed it, and
+    'mutant:<kind>' (prefix, wrong, skip) per kind of mutant that survived."""
     classes = []
     for name in ("oracle", "invalid_test"):
         rep = summary.get(name)
@@ -28,6 +53,10 @@ def failure_classes(summary: dict) -> list[str]:
         report = VerifierReport(name="red_team", passed=False, inconclusive=rt["inconclusive"], reasons=rt["reasons"])
         exploits = broken_by(report)
         classes += [f"exploit:{e}" for e in exploits] or (["red_team:inconclusive"] if rt["inconclusive"] else [])
+    mu = summary.get("mutation")
+    if mu and not mu["passed"]:
+        kinds = dict.fromkeys(mutant_kind(m) for m in (mutation_result(summary) or {}).get("survived", []))
+        classes += [f"mutant:{k}" for k in kinds] or (["mutation:inconclusive"] if mu["inconclusive"] else [])
     return classes
 
 
@@ -37,14 +66,15 @@ def audit_record(task: Task, verdict: Verdict) -> dict[str, Any]:
     classes = failure_classes(s)
     return {"hash": task.content_hash(), "task": task.name, "source": str(task.source) if task.source else None,
             "status": verdict.status, "ok": verdict.ok, "broken_by": classes,
-            "hackable": any(c.startswith("exploit:") for c in classes),
+            "hackable": any(c.startswith("exploit:") for c in classes), "mutation": mutation_result(s),
             "audited_at": datetime.now(UTC).isoformat(timespec="seconds"), "verdict": s}
 
 
 def record_reasons(rec: dict) -> list[str]:
     """Every verifier's reasons in a record, each prefixed by its verifier."""
     v = rec.get("verdict") or {}
-    return [f"{name}: {r}" for name in ("oracle", "invalid_test", "red_team") if name in v for r in v[name]["reasons"]]
+    return [f"{name}: {r}" for name in ("oracle", "invalid_test", "red_team", "mutation")
+            if name in v for r in v[name]["reasons"]]
 
 
 def load_audit_results(path: Path) -> dict[str, dict]:
@@ -70,14 +100,21 @@ def end_torn_line(path: Path) -> None:
 
 
 def summarize_audit(records: list[dict]) -> dict:
-    """Counts per status and per failure class, and the hackable fraction (tasks an exploit broke)."""
+    """Counts per status and per failure class, the hackable fraction (tasks an exploit broke), and the mutation
+    verifier's totals: tasks it scored, tasks with a surviving mutant, and killed/(killed+survived) over all."""
     statuses = Counter(r["status"] for r in records)
     classes = Counter(c for r in records for c in r["broken_by"])
     hackable = sum(1 for r in records if r["hackable"])
+    scored = [r["mutation"] for r in records if r.get("mutation") and r["mutation"]["score"]]
+    killed = sum(m["killed"] for m in scored)
+    judged = killed + sum(len(m["survived"]) for m in scored)
     return {
         "tasks": len(records),
         "status": dict(statuses),
         "failure_classes": dict(sorted(classes.items())),
         "hackable": hackable,
         "hackable_fraction": round(hackable / len(records), 4) if records else 0.0,
+        "mutation_scored": len(scored),
+        "mutant_survived": sum(1 for m in scored if m["survived"]),
+        "mutation_score": f"{killed}/{judged}" if judged else None,
     }
