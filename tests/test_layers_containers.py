@@ -1,4 +1,4 @@
-"""Layering: only envevo/runtime/ and envevo/sandbox/ start podman or docker processes (DESIGN §2.3).
+"""Layering: only envevo/runtime/ and envevo/sandbox/ start podman or docker processes (docs/architecture.md).
 
 Every other module reaches containers through `envevo.runtime` (trials, `open_session`), so that it works on every
 environment verification works on, and leaves no sandbox behind. A pure source scan, no engine needed: each module

@@ -1,6 +1,6 @@
 """A build that failed on TLS certificate verification, found in its log and said in one line with its fix.
 
-Behind a TLS-intercepting proxy (DESIGN.md §5) every HTTPS fetch of a build (pip, curl, git, apt over https, wget,
+Behind a TLS-intercepting proxy (docs/sandbox.md) every HTTPS fetch of a build (pip, curl, git, apt over https, wget,
 npm, uv, go) fails verification unless the build trusts the host's CA bundle (envevo/runtime/_host_ca.py).
 """
 

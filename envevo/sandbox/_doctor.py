@@ -29,7 +29,7 @@ PROBE_IMAGE = "docker.io/library/debian:bookworm-slim"
 PROBE_TIMEOUT = 120  # s for the container-start probe; a busy engine (a long commit holds its storage) can take minutes
 MIN_COMPOSE = (1, 1)
 SYSTEM_PACKAGES = {"podman": ["podman", "runc", "debootstrap"], "docker": ["debootstrap"]}
-# Settings this host class needs (DESIGN.md §5): crun fails on hybrid cgroups, and setting container
+# Settings this host class needs (docs/sandbox.md): crun fails on hybrid cgroups, and setting container
 # rlimits is not permitted. They are harmless where not needed, but written only when a probe fails.
 CONTAINERS_CONF = """\
 # Written by `envevo doctor --fix` because containers failed to start with the host defaults.
@@ -93,7 +93,7 @@ class Doctor(TlsCheck):
         else:
             steps += [self.docker_daemon]
         # Containers must start before any image is built: building a stand-in starts one, and on a fresh
-        # host only container_start writes the containers.conf that lets them start (DESIGN.md §5).
+        # host only container_start writes the containers.conf that lets them start (docs/sandbox.md).
         steps += [self.container_start, self.probe_image]
         for step in steps:
             check = step()

@@ -40,7 +40,7 @@ class TlsCheck:
         return None
 
     def tls(self) -> Check:
-        """A TLS-intercepting proxy (DESIGN.md §5): found from the host alone, confirmed from a container where an
+        """A TLS-intercepting proxy (docs/sandbox.md): found from the host alone, confirmed from a container where an
         image with python3 exists. `--fix` (or `--trust-host-ca`) makes builds and containers trust the host's CA
         bundle when it verifies the proxy; `--no-trust-host-ca` turns that off, and `--fix` then leaves it off."""
         from envevo.runtime import host_ca as _host_ca

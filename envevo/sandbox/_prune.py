@@ -7,7 +7,7 @@ older than an hour. Stand-ins (``envevo.standin`` label, ``localhost/envevo-stan
 kept unless ``include_standins`` is asked for; an image a container uses is never removed.
 
 Disk use is measured with ``du`` of podman's storage where possible: ``podman system df`` adds every image's
-full size and so counts shared layers many times (54 GB reported for 2.3 GB on disk, DESIGN §5).
+full size and so counts shared layers many times (54 GB reported for 2.3 GB on disk, docs/sandbox.md "Image budget").
 """
 
 from __future__ import annotations

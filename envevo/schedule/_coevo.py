@@ -1,7 +1,7 @@
 """A co-evolution-style baseline: seeds and weakness-targeted variants of them, nothing else.
 
 On-policy co-evolution only attacks the policy's weakness δ_θ, and only the skill term inside the seed's
-scenarios (DESIGN §1.2): its variants keep the seed's scenarios and change skills. A lineage store holds
+scenarios (docs/difficulty.md): its variants keep the seed's scenarios and change skills. A lineage store holds
 such variants only where evolution happened to take skill edits alone: the versions whose scenario
 sequence is exactly the seed's. Those versions (and the seeds) are all this baseline draws from; every
 scenario or length edit, and everything descended from one, is out of its reach. When a pool holds no such

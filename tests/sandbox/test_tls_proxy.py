@@ -1,5 +1,5 @@
 """Builds behind a TLS-intercepting proxy, for real: an HTTPS server on this host whose certificate a CA of the test's
-own signs, so no image trusts it, as with the proxy on this machine (DESIGN.md §5).
+own signs, so no image trusts it, as with the proxy on this machine (docs/sandbox.md).
 
 The server listens on the host's own address (a build's RUN step reaches it there through podman's network; the
 host's loopback is the container's own). Each test's Dockerfile names the server's port, so its cache tag is new.
