@@ -98,6 +98,14 @@ def parse_model(text: str, base_url: str | None = None, api_key_env: str | None 
 
 OutputMode = Literal["tool", "native", "prompted"]
 
+#: A role's output cap when `max_output_tokens` is unset: room for its largest answer several times over (a ξ or a
+#: plan of a few thousand tokens; a judge's reason per criterion; a Modifier turn writing a whole file) ...
+ANSWER_TOKENS: dict[Role, int] = {"proposer": 8192, "reviewer": 4096, "modifier": 8192, "judge": 8192}
+#: ... plus what a reasoning model thinks first (OpenAI asks to reserve ~25k for reasoning and answer together).
+REASONING_TOKENS = 16384
+#: Anthropic's budget per `thinking` level (pydantic-ai's map) above REASONING_TOKENS: the cap must exceed it.
+_THINKING_BUDGETS = {"xhigh": 32768, "max": 32768}
+
 
 class RoleSettings(BaseModel):
     """One role's model and how it is asked. Any other key is a pydantic-ai model setting, passed through as given
@@ -118,6 +126,17 @@ class RoleSettings(BaseModel):
         """The model settings given under names of their own (everything not a field above)."""
         return dict(self.model_extra or {})
 
+    def output_cap(self, role: Role) -> int:
+        """`max_output_tokens`, else the role's default: its answer's room plus the reasoning allowance, or the
+        thinking budget the role asks for when that is larger (Anthropic refuses a cap at or below it)."""
+        if self.max_output_tokens is not None:
+            return self.max_output_tokens
+        extra = self.passed_through()
+        thinking = extra.get("anthropic_thinking")
+        budget = thinking.get("budget_tokens") if isinstance(thinking, dict) else None
+        asked = max(budget if isinstance(budget, int) else 0, _THINKING_BUDGETS.get(str(extra.get("thinking")), 0))
+        return ANSWER_TOKENS[role] + max(REASONING_TOKENS, asked)
+
 
 class LLMSettings(BaseModel):
     """Everything the LLM engine needs to know about models, limits and rubrics."""
@@ -129,6 +148,8 @@ class LLMSettings(BaseModel):
     roles: dict[Role, RoleSettings] = Field(default_factory=dict)
     max_concurrency: int = Field(4, ge=1, description="model requests in flight per endpoint")
     timeout_sec: float = Field(180.0, gt=0, description="one HTTP attempt; a timeout is retried")
+    answer_timeout_sec: float = Field(600.0, gt=0,
+                                      description="wall-clock cap on one model answer, streamed or not; not retried")
     retry_budget_sec: float = Field(DEFAULT_BUDGET_SEC, gt=0,
                                     description="how long one request keeps retrying 429, 5xx, timeouts and dropped connections")
     max_retries: int | None = Field(None, ge=0, description="an extra cap on the retries of one request (default: the time budget only)")

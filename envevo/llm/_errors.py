@@ -6,6 +6,7 @@
   any lineage exists (a seed's extraction) it is one line for the user, like `EndpointUnavailable`.
 - `BudgetExceeded`: a lineage reached its cost or token cap; the loop ends that lineage as `budget_exhausted`
   and it stays resumable (raise the cap and `--resume`).
+- `AnswerTimedOut` (envevo/llm/_guard.py): one answer ran past `answer_timeout_sec`; not retried, the role's `RoleFailed`.
 - `RoleFailed`: one role gave no usable answer (malformed output, a refusal) after its retries; the engine turns
   it into a rejected plan, a skipped direction or a failed candidate, so the run goes on.
 - `ExtractionFailed`: no usable ξ for a task (a seed the model will not analyse); one line before a run, and the

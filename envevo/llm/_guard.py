@@ -8,6 +8,8 @@
   budget raises `EndpointDown`, which ends its lineage (resumable), not the run.
 - Streaming (`stream`, on for provider models): the answer arrives in chunks, so the read timeout bounds the
   silence between chunks, not the length of a long reasoning answer.
+- A wall-clock cap per answer (`answer_timeout_sec`): a model that never stops streams for at most that long. It
+  ends the request with a reason naming the setting, and is not retried: the same prompt would run away again.
 - Recording (`recorder`): every exchange is handed to it once answered (`envevo evolve --record DIR`).
 - Budget check before, and usage metering after, every request.
 
@@ -52,6 +54,10 @@ def retryable(exc: ModelAPIError) -> bool:
     if isinstance(exc, ModelRequestRejectedError | ModelQuotaExceededError):
         return False
     return not (isinstance(exc, ModelHTTPError) and 400 <= exc.status_code < 500)
+
+
+class AnswerTimedOut(UnexpectedModelBehavior):
+    """One answer outran `answer_timeout_sec`: unusable, like a malformed one. The role fails; the run goes on."""
 
 
 class Recorder(Protocol):
@@ -103,6 +109,7 @@ class GuardedModel(WrapperModel):
         clock: Callable[[], float] = time.monotonic,
         stream: bool = False,
         recorder: Recorder | None = None,
+        answer_timeout_sec: float | None = None,
     ):
         super().__init__(wrapped)
         # `wrapped` answers questions about the model; requests go to the running loop's own instance when
@@ -117,6 +124,7 @@ class GuardedModel(WrapperModel):
         self._clock = clock  # what the retry budget is measured on (tests pair it with their sleep)
         self.stream = stream
         self.recorder = recorder
+        self.answer_timeout_sec = answer_timeout_sec
         self._rng = random.Random()
         self.waits = waits if waits is not None else []  # every backoff taken, for logs and tests
 
@@ -132,7 +140,7 @@ class GuardedModel(WrapperModel):
             try:
                 async with self.gates.gate(self.spec.endpoint):
                     live = self._live.get() if self._live is not None else self.wrapped
-                    response = await self._send(live, messages, model_settings, model_request_parameters)
+                    response = await self._answer(live, messages, model_settings, model_request_parameters)
             except ModelAPIError as exc:
                 fatal = self._fatal(exc)
                 if fatal is not None:
@@ -153,6 +161,20 @@ class GuardedModel(WrapperModel):
             if self.recorder is not None:
                 self.recorder.exchange(self.spec.label, messages, response)
             return response
+
+    async def _answer(self, live: Model, messages: list[ModelMessage], settings: ModelSettings | None,
+                      params: ModelRequestParameters) -> ModelResponse:
+        """One attempt under the answer's wall-clock cap (the HTTP timeout only bounds silence between chunks)."""
+        cap = asyncio.timeout(self.answer_timeout_sec)
+        try:
+            async with cap:
+                return await self._send(live, messages, settings, params)
+        except TimeoutError as e:
+            if not cap.expired():
+                raise
+            raise AnswerTimedOut(f"{self.spec.label} did not finish one answer within {self.answer_timeout_sec:g}s: "
+                                 "raise answer_timeout_sec under [llm] for a slow or long-reasoning model, or lower "
+                                 "the role's max_output_tokens") from e
 
     async def _send(self, live: Model, messages: list[ModelMessage], settings: ModelSettings | None,
                     params: ModelRequestParameters) -> ModelResponse:

@@ -6,6 +6,9 @@ OpenAI's own reasoning models (o1, o3, o4-mini, gpt-5…) go through the Respons
 there their reasoning items are sent back on the next turn, so a Modifier's later turns keep what it reasoned
 before. Chat Completions drops them. Every other OpenAI model, and every OpenAI-compatible server (vLLM, SGLang,
 llama.cpp, which speak Chat Completions), uses Chat Completions; `openai_api` in `[llm]` overrides the choice.
+
+The output cap goes to an OpenAI-compatible server as `max_tokens`: every one honours it, while some (llama-cpp-python,
+llama.cpp before 2026) silently ignore OpenAI's newer `max_completion_tokens` and would stream without end.
 """
 
 from __future__ import annotations
@@ -57,4 +60,10 @@ def build_model(spec: ModelSpec, timeout_sec: float, openai_api: str = "auto") -
     provider = OpenAIProvider(openai_client=client)
     if uses_responses_api(spec, openai_api):
         return OpenAIResponsesModel(spec.name, provider=provider)
-    return OpenAIChatModel(spec.name, provider=provider)
+    if spec.base_url is None or spec.name.lower().startswith(_REASONING_PREFIXES):  # OpenAI's own reasoning models
+        return OpenAIChatModel(spec.name, provider=provider)  # take only max_completion_tokens, even behind a proxy
+    from pydantic_ai.profiles import merge_profile
+    from pydantic_ai.profiles.openai import OpenAIModelProfile
+
+    legacy_cap = OpenAIModelProfile(openai_chat_supports_max_completion_tokens=False)
+    return OpenAIChatModel(spec.name, provider=provider, profile=merge_profile(provider.model_profile(spec.name), legacy_cap))

@@ -14,7 +14,9 @@ Two methods, recorded in the estimator's name (`llm-logprobs-v1:<model>` or `llm
   same thing; compare figures within one labelling style (one engine) rather than across styles.
 - **judgement** (the fallback for chat-only endpoints, e.g. hosted chat models): the model is asked via
   `POST /v1/chat/completions` for a probability in (0, 1] as JSON, `{"p": 0.3}`, at temperature 0; the cost is
-  −log p, with p floored at 1e-6. Coarser and less calibrated than logprobs.
+  −log p, with p floored at 1e-6. Coarser and less calibrated than logprobs. The answer is bounded: a few tokens
+  (`max_tokens`), constrained by a JSON-schema `response_format` where the server takes one (llama.cpp, vLLM,
+  SGLang, OpenAI); a server that refuses it is asked again without, and no more for this estimator.
 
 `method="auto"` probes the endpoint once with an echo request and uses logprobs when it works, judgement when the
 server rejects it or returns no prompt logprobs; the outcome is remembered in the cache file.
@@ -62,6 +64,12 @@ _JUDGE_SKILL = ("A terminal task has this goal: {goal}\nThe agent is working in 
                 "{{\"p\": <number>}}")
 
 
+#: `{"p": 0.125}` is about 8 tokens: room for spacing, never a runaway answer.
+JUDGE_MAX_TOKENS = 32
+_JUDGE_FORMAT = {"type": "json_schema", "json_schema": {"name": "probability", "strict": True, "schema": {
+    "type": "object", "properties": {"p": {"type": "number"}}, "required": ["p"], "additionalProperties": False}}}
+
+
 class LLMPrior:
     """ReferenceDistribution from a reference model's probabilities (natural log); see the module docstring."""
 
@@ -83,6 +91,7 @@ class LLMPrior:
         self._client = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout,
                                     transport=httpx.HTTPTransport(retries=1))
         self._max_tokens = 0  # 1 for servers that refuse max_tokens=0 with echo
+        self._json_schema = True  # False once the server refused the judgement's response_format
         self.requests = 0
         auto = method == "auto"
         if auto:
@@ -196,11 +205,16 @@ class LLMPrior:
         return total, n
 
     def _judgement(self, prompt: str) -> float:
-        body = {"model": self.model, "temperature": 0,
-                "messages": [{"role": "system", "content": _JUDGE_SYSTEM}, {"role": "user", "content": prompt}]}
+        body: dict = {"model": self.model, "temperature": 0, "max_tokens": JUDGE_MAX_TOKENS,
+                      "messages": [{"role": "system", "content": _JUDGE_SYSTEM}, {"role": "user", "content": prompt}]}
         last = ""
         for _ in range(2):  # one re-ask after an unparseable answer
+            if self._json_schema:
+                body["response_format"] = _JUDGE_FORMAT
             status, data = self._post("/chat/completions", body)
+            if status == 400 and body.pop("response_format", None) is not None:  # no JSON-schema output here
+                self._json_schema = False
+                status, data = self._post("/chat/completions", body)
             if status != 200:
                 raise UserError(f"{self.base_url} refused the judgement request for {self.model} ({status}): {_err(data)}")
             try:

@@ -4,8 +4,9 @@ Every path that talks to models uses it: the guarded pydantic-ai models of the L
 team and `rubric learn` (async, through envevo/llm/_guard.py), and the llm p_T estimator's plain HTTP client
 (sync, envevo/llm/_reference_prior.py).
 
-A call is retried for as long as its time budget lasts (default 15 minutes from its first attempt), not a fixed
-number of times: provider overload bursts (Anthropic's 529s, OpenAI's 503s) often last minutes. Waits honour the
+A call is retried for as long as its time budget lasts, not a fixed number of times: provider overload bursts
+(Anthropic's 529s, OpenAI's 503s) often last minutes. The budget (default 15 minutes) counts from the call's first
+failure, the start of the outage, so a long streamed answer that fails late still gets all of it. Waits honour the
 server's `retry-after`; without one they back off exponentially with ±25% jitter, so concurrent lineages do not
 retry in lockstep. A wait that would end past the budget is not taken: the call gives up at once, with the reason.
 """
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 
 #: Rate limits, conflicts, overload and server errors: transient by convention.
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
-#: How long one call may keep retrying, from its first attempt.
+#: How long one call may keep retrying, from its first failure.
 DEFAULT_BUDGET_SEC = 15 * 60.0
 
 
@@ -50,8 +51,8 @@ class RetryPolicy:
         return min(self.base_sec * 2 ** (attempt - 1), self.max_backoff_sec) * rng.uniform(0.75, 1.25)
 
     def start(self, clock: Callable[[], float] = time.monotonic, rng: random.Random | None = None) -> Attempts:
-        """The retry state of one call, started now."""
-        return Attempts(self, clock, rng or random.Random(), clock())
+        """The retry state of one call; its budget starts at its first failure."""
+        return Attempts(self, clock, rng or random.Random())
 
 
 @dataclass
@@ -61,17 +62,20 @@ class Attempts:
     policy: RetryPolicy
     clock: Callable[[], float]
     rng: random.Random
-    started: float
+    outage: float | None = None  # when the first failure was seen: the budget counts from there
     retries: int = 0
     waited: list[float] = field(default_factory=list)
     why_not: str = ""  # why the last next_wait gave up
 
     def elapsed(self) -> float:
-        return self.clock() - self.started
+        """Seconds since the first failure (0 before any)."""
+        return 0.0 if self.outage is None else self.clock() - self.outage
 
     def next_wait(self, retry_after: float | None = None) -> float | None:
         """Seconds to wait before the next attempt, or None when the budget (or the retry cap) is spent."""
         p = self.policy
+        if self.outage is None:
+            self.outage = self.clock()
         if p.max_retries is not None and self.retries >= p.max_retries:
             self.why_not = f"after {self.retries} retries"
             return None
@@ -80,7 +84,9 @@ class Attempts:
         wait = max(retry_after, 0.0) if retry_after is not None else min(self.backoff(), max(left, 0.0))
         if wait > left or left <= 0:
             asked = f"; the server asked to wait {retry_after:.0f}s" if retry_after is not None else ""
-            self.why_not = f"for {self.elapsed():.0f}s, its retry budget of {p.budget_sec:g}s{asked}"
+            # The real time spent retrying: a streamed answer that failed late did not eat into it.
+            spent = f"for {self.elapsed():.0f}s from its first failure" if self.retries else "at its first failure"
+            self.why_not = f"{spent}, its retry budget of {p.budget_sec:g}s{asked}"
             return None
         self.retries += 1
         self.waited.append(wait)

@@ -2,7 +2,11 @@
 
 Roles run their pydantic-ai agents through `LLMRuntime.run`, which scopes usage to (role, lineage,
 generation) and turns "the model gave no usable answer" into `RoleFailed`, so callers handle one exception
-for malformed output, refusals and rejected requests alike.
+for malformed output, refusals and rejected requests alike; its reason is told in envevo's settings
+(envevo/llm/_reasons.py).
+
+Every answer is bounded: each role's request carries an output cap (`max_output_tokens`, else the role's default in
+envevo/llm/_config.py), and each answer a wall-clock cap (`answer_timeout_sec`, envevo/llm/_guard.py).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior, Usage
 from pydantic_ai.models import Model
 from pydantic_ai.output import NativeOutput, PromptedOutput
 from pydantic_ai.settings import ModelSettings
+from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.usage import UsageLimits
 
 from envevo.llm._config import ROLES, LLMSettings, ModelSpec, Role
@@ -24,6 +29,7 @@ from envevo.llm._guard import EndpointGates, GuardedModel, RetryPolicy
 from envevo.llm._meter import Meter, UsageRecord, require_prices
 from envevo.llm._preflight import preflight
 from envevo.llm._providers import build_model
+from envevo.llm._reasons import role_failure
 
 OutputT = TypeVar("OutputT")
 
@@ -93,7 +99,8 @@ class LLMRuntime:
                 price=self.settings.price(spec), waits=self.waits[role],
                 # SDK clients keep connections bound to the loop they were used on: a fresh one per event loop.
                 fresh=None if given is not None else (lambda: build_model(spec, timeout, api)),
-                stream=self.settings.stream and given is None, recorder=self.recorder, **kwargs,
+                stream=self.settings.stream and given is None, recorder=self.recorder,
+                answer_timeout_sec=self.settings.answer_timeout_sec, **kwargs,
             )
         return self._models[role]
 
@@ -114,14 +121,13 @@ class LLMRuntime:
         return output_type
 
     def model_settings(self, role: Role) -> ModelSettings:
-        """The role's temperature and output cap, prompt caching where the provider needs it marked, then every
-        setting the role passes through under pydantic-ai's own name (those win)."""
+        """The role's temperature and output cap (its default when unset), prompt caching where the provider needs
+        it marked, then every setting the role passes through under pydantic-ai's own name (those win)."""
         own = self.settings.role(role)
         out: dict[str, Any] = {}
         if own.temperature is not None:
             out["temperature"] = own.temperature
-        if own.max_output_tokens is not None:
-            out["max_tokens"] = own.max_output_tokens
+        out["max_tokens"] = own.output_cap(role)  # never unbounded: a model that never stops is cut here
         if self.settings.prompt_cache and role not in self._given and self.spec(role).provider == "anthropic":
             # cache_control on the system prompt, the tool definitions and the last message: each request then
             # reads the previous one's prefix. OpenAI caches long prefixes by itself, with nothing to mark.
@@ -152,15 +158,22 @@ class LLMRuntime:
         request_limit: int = 10,
     ) -> OutputT:
         """Run an agent for a role and return its output; RoleFailed when the model gave nothing usable."""
+        limits = UsageLimits(request_limit=request_limit)
         with self.meter.scope(role, lineage, generation):
             try:
-                result = await agent.run(prompt, deps=deps, usage_limits=UsageLimits(request_limit=request_limit))
+                if _uses_tools(agent) and isinstance(agent.output_type, NativeOutput):
+                    # A JSON-schema response_format beside tools makes servers (llama.cpp) force the schema, so no
+                    # tool is ever called: a tool-using agent (the Modifier, the hacker) answers through a tool.
+                    result = await agent.run(prompt, deps=deps, usage_limits=limits,
+                                             output_type=agent.output_type.outputs)
+                else:
+                    result = await agent.run(prompt, deps=deps, usage_limits=limits)
             except UnexpectedModelBehavior as e:  # malformed or invalid output past its retries, refusals, limits
-                raise RoleFailed(role, _one_line(e)) from e
+                raise RoleFailed(role, role_failure(e, role)) from e
             except ModelAPIError as e:  # what GuardedModel does not retry: a rejected request (e.g. over the context window)
-                raise RoleFailed(role, _one_line(e)) from e
+                raise RoleFailed(role, role_failure(e, role)) from e
             except UsageLimitExceeded as e:  # the role's request allowance for one call (e.g. a looping Modifier)
-                raise RoleFailed(role, _one_line(e)) from e
+                raise RoleFailed(role, role_failure(e, role)) from e
         return result.output
 
 
@@ -176,6 +189,6 @@ def model_setting_names() -> frozenset[str]:
     return frozenset(names)
 
 
-def _one_line(e: Exception) -> str:
-    text = str(e).strip().splitlines()
-    return (text[0] if text else type(e).__name__)[:400]
+def _uses_tools(agent: Agent[Any, Any]) -> bool:
+    """Whether the agent has tools of its own (registered with `@agent.tool…`, or toolsets given)."""
+    return any(not isinstance(ts, FunctionToolset) or ts.tools for ts in agent.toolsets)

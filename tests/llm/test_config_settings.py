@@ -49,7 +49,8 @@ def test_role_settings_pass_model_settings_through_from_envevo_toml(tmp_path):
 
     rt = LLMRuntime(settings, models={"judge": FunctionModel(answer)})
     asyncio.run(rt.run(rt.agent("judge", Answer, "go"), "q", role="judge"))
-    assert seen["settings"] == {"anthropic_thinking": {"type": "enabled", "budget_tokens": 8000}, "top_p": 0.9}
+    assert seen["settings"] == {"anthropic_thinking": {"type": "enabled", "budget_tokens": 8000}, "top_p": 0.9,
+                                "max_tokens": 8192 + 16384}  # the judge's default output cap
 
     # On the wire: the real OpenAI client sends the modifier's temperature and reasoning effort.
     script = OpenAIScript(modifier=[openai_final({"ok": True, "why": "x"})])

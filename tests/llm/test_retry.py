@@ -62,7 +62,8 @@ def test_an_overload_burst_shorter_than_the_budget_is_waited_out():
 
 def test_the_budget_ends_the_call_with_a_resumable_stop_that_names_it():
     clock = FakeClock()
-    with pytest.raises(EndpointDown, match=r"kept failing for \d+s, its retry budget of 120s \(HTTP 529\).*--resume") as e:
+    budget = r"kept failing for \d+s from its first failure, its retry budget of 120s \(HTTP 529\).*--resume"
+    with pytest.raises(EndpointDown, match=budget) as e:
         ask(scripted(*[overloaded()] * 50), clock, retry_budget_sec=120)
     assert isinstance(e.value, EngineStop) and e.value.status == "budget_exhausted"  # the loop ends the lineage
     assert isinstance(e.value, EndpointUnavailable)  # and before any lineage exists, one line for the user

@@ -1,0 +1,78 @@
+"""One line that says what to fix, for a role whose model gave no usable answer.
+
+pydantic-ai's own wording speaks pydantic-ai's settings and hides the cause; envevo's user edits envevo.toml:
+
+- "Increase the `max_tokens` model setting": envevo's setting is `max_output_tokens` under `[llm.roles.<role>]`
+  (`[llm] max_tokens` is the lineage's token budget, a different thing);
+- "incomplete JSON" when the output cap cut an answer that had not started its JSON (a model still reasoning in
+  plain text): said as such;
+- "Exceeded maximum output retries (N)": the last validation error is appended, so the reason shows what was wrong;
+- a server that refuses prompt + max_tokens beyond its context window (vLLM, SGLang): names the setting to lower.
+"""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+from pydantic_ai.exceptions import ModelAPIError, OutputTokenLimitExceeded, ToolRetryError
+
+_PYDANTIC_AI_FIX = ("Increase the `max_tokens` model setting, or simplify the prompt to result in a shorter response "
+                    "that will fit within the limit.")
+_CONTEXT_WORDS = ("context length", "context window", "maximum context")
+
+
+def role_failure(e: Exception, role: str) -> str:
+    """The reason for RoleFailed: pydantic-ai's message, told in envevo's settings, with its cause."""
+    setting = f"max_output_tokens under [llm.roles.{role}]"
+    text = _first_line(e)
+    if isinstance(e, OutputTokenLimitExceeded) and _cut_before_json(e):
+        cap = text.partition("(")[2].partition(")")[0] or "its"
+        return f"the answer reached the output cap ({cap} tokens) before any JSON began; raise {setting}"
+    if _PYDANTIC_AI_FIX in text:
+        return text.replace(_PYDANTIC_AI_FIX, f"Raise {setting}, or simplify the prompt.")
+    if text.startswith("Exceeded maximum output retries"):
+        last = _last_error(e.__cause__)
+        return f"{text}; the last answer was rejected: {last}" if last else text
+    if isinstance(e, ModelAPIError) and any(w in text.lower() for w in _CONTEXT_WORDS) and "token" in text.lower():
+        return f"{text} (lower {setting}, or serve a longer context)"
+    return text
+
+
+def _cut_before_json(e: OutputTokenLimitExceeded) -> bool:
+    """A cut answer whose text never opened a JSON object or array (pydantic-ai calls it "incomplete JSON")."""
+    cause = e.__cause__
+    if not isinstance(cause, ValidationError):
+        return False
+    texts = [err.get("input") for err in cause.errors() if err.get("type") == "json_invalid"]
+    return bool(texts) and all(isinstance(t, str) and "{" not in t for t in texts)  # every answer is an object
+
+
+def _last_error(cause: BaseException | None) -> str:
+    """The first validation error in the cause chain (`field: message`), or its message's first line."""
+    for _ in range(3):
+        if cause is None:
+            return ""
+        if isinstance(cause, ValidationError):
+            return _describe(cause.errors())
+        if isinstance(cause, ToolRetryError):
+            content = getattr(cause.tool_retry, "content", None)
+            if isinstance(content, list) and content:
+                return _describe(content)
+            if isinstance(content, str) and content.strip():
+                return content.strip().splitlines()[0][:200]
+        cause = cause.__cause__
+    return ""
+
+
+def _describe(errors: list) -> str:
+    first = errors[0] if isinstance(errors[0], dict) else {"msg": str(errors[0])}
+    loc = ".".join(str(p) for p in first.get("loc") or ())
+    msg = str(first.get("msg", "")).strip()
+    if first.get("type") == "json_invalid" and isinstance(first.get("input"), str):
+        msg += f" in {first['input'][:60]!r}"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return (f"{loc}: {msg}" if loc else msg) + more
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip().splitlines()
+    return (text[0] if text else type(e).__name__)[:400]
