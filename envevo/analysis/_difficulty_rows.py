@@ -15,8 +15,9 @@ def reference(estimator: str | ReferenceDistribution) -> ReferenceDistribution:
     return get_estimator(estimator) if isinstance(estimator, str) else estimator
 
 
-def extract_traces(tasks: list, model: str, base_url: str | None = None) -> list:
-    """ξ of each task by the LLM engine's Proposer (its extraction, evidence-checked), in one event loop."""
+def extract_traces(tasks: list, model: str, base_url: str | None = None, usage: list | None = None) -> list:
+    """ξ of each task by the LLM engine's Proposer (its extraction, evidence-checked), in one event loop. The
+    meter's records (envevo.llm.UsageRecord) of every call go to `usage`, also when one fails."""
     from envevo.evolve import make_engine
     from envevo.llm import settings_with_options
 
@@ -26,12 +27,17 @@ def extract_traces(tasks: list, model: str, base_url: str | None = None) -> list
         await engine.preflight()
         return [await engine.extract_trace(t) for t in tasks]
 
-    return asyncio.run(run())
+    try:
+        return asyncio.run(run())
+    finally:
+        if usage is not None:
+            usage.extend(engine.runtime.meter.records)
 
 
 def task_rows(paths: list[Path], estimator: str | ReferenceDistribution = "catalog", extract_model: str | None = None,
-              base_url: str | None = None) -> list[dict[str, Any]]:
-    """One row per task dir: its ξ and D_T terms. ξ comes from [metadata.envevo], else from `extract_model`."""
+              base_url: str | None = None, usage: list | None = None) -> list[dict[str, Any]]:
+    """One row per task dir: its ξ and D_T terms. ξ comes from [metadata.envevo], else from `extract_model`, whose
+    usage records go to `usage`."""
     from envevo.task import load_task
 
     p = reference(estimator)
@@ -39,7 +45,7 @@ def task_rows(paths: list[Path], estimator: str | ReferenceDistribution = "catal
     need = [t for t in tasks if not has_trace(t)]
     extracted = {}
     if need and extract_model is not None:
-        extracted = {t.content_hash(): x for t, x in zip(need, extract_traces(need, extract_model, base_url), strict=True)}
+        extracted = {t.content_hash(): x for t, x in zip(need, extract_traces(need, extract_model, base_url, usage), strict=True)}
     rows = []
     for path, task in zip(paths, tasks, strict=True):
         key = task.content_hash()

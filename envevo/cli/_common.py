@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 from envevo.errors import UserError
 
@@ -38,6 +41,17 @@ def verifier_mark(report) -> str:
 def fmt(x: float | None, spec: str = ".2f") -> str:
     """A number for a table cell; '-' when there is none."""
     return "-" if x is None else format(x, spec)
+
+
+def usage_table(title: str, rows: list[dict[str, Any]]) -> Table:
+    """Tokens and cost per role and model; '-' where a count is unknown."""
+    usage = Table(title=escape(title), title_justify="left")
+    for col in ("role", "model", "calls", "input tokens", "output tokens", "cost USD"):
+        usage.add_column(col, justify="left" if col in ("role", "model") else "right")
+    for u in rows:
+        usage.add_row(escape(u["role"]), escape(u["model"] or "-"), str(u["calls"]), fmt(u["input_tokens"], "d"),
+                      fmt(u["output_tokens"], "d"), fmt(u["cost_usd"], ".4f"))
+    return usage
 
 
 def is_run_dir(path: Path) -> bool:
@@ -90,9 +104,64 @@ def fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+#: Seconds between plain progress lines (stderr not a terminal): often enough to tell a working run from a hang,
+#: rarely enough that a log of a long run stays readable.
+PLAIN_EVERY = 5.0
+
+
+class PlainProgress:
+    """Progress as plain lines on stderr when it is not a terminal (nohup, CI, a pipe), where a live bar shows nothing
+    until the end. Each key (a lineage, or the one bar) holds its latest line; a line is printed when it changed, at
+    most once per PLAIN_EVERY seconds for all keys; `flush` prints what is still held (the final state)."""
+
+    def __init__(self, every: float | None = None, clock: Callable[[], float] = time.monotonic):
+        self.every = PLAIN_EVERY if every is None else every
+        self._clock = clock
+        self._start = clock()
+        self._last: float | None = None
+        self._held: dict[str, str] = {}
+        self._said: dict[str, str] = {}
+
+    def update(self, key: str, line: str) -> None:
+        if self._said.get(key) == line:
+            self._held.pop(key, None)
+        else:
+            self._held[key] = line
+        if self._held and (self._last is None or self._clock() - self._last >= self.every):
+            self.flush()
+
+    def flush(self) -> None:
+        elapsed = self._clock() - self._start
+        for key, line in self._held.items():
+            err.print(f"{line} ({elapsed:.0f}s)", highlight=False, markup=False, soft_wrap=True, emoji=False)
+            self._said[key] = line
+        self._held.clear()
+        self._last = self._clock()
+
+
+def plain() -> PlainProgress | None:
+    """Plain progress lines when stderr is not a terminal; None when a live bar can be drawn."""
+    return None if err.is_terminal else PlainProgress()
+
+
 @contextmanager
 def progress(description: str, total: int):
-    """A progress bar on stderr, so --json on stdout stays clean."""
+    """A progress bar on stderr, so --json on stdout stays clean; plain lines when stderr is not a terminal."""
+    lines = plain()
+    if lines is not None:
+        done = 0
+
+        def step(last: str = "") -> None:
+            nonlocal done
+            done += 1
+            lines.update("", f"{description}: {done}/{total}" + (f" {last}" if last else ""))
+
+        lines.update("", f"{description}: 0/{total}")
+        try:
+            yield step
+        finally:
+            lines.flush()
+        return
     bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -111,11 +180,21 @@ def progress(description: str, total: int):
         yield advance
 
 
-def user_errors(fn):
-    """Wrap a command so user errors end in one line (exit 2) and Ctrl-C in a clean exit 130."""
+#: What Ctrl-C leaves, said after it. Commands that start sandboxes and record each result as it comes resume by
+#: running again; others name their own (`user_errors(interrupted=…)`).
+INTERRUPTED = "interrupted: sandboxes were torn down; re-run the command to continue"
+INTERRUPTED_NO_SANDBOX = "interrupted: no sandbox was started; re-run the command to start over"
+
+
+def user_errors(fn=None, *, interrupted: str = INTERRUPTED):
+    """Wrap a command so user errors end in one line (exit 2) and Ctrl-C in a clean exit 130, with the line
+    `interrupted` that says what is left and how to go on."""
     import functools
 
     import typer
+
+    if fn is None:
+        return functools.partial(user_errors, interrupted=interrupted)
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -126,7 +205,7 @@ def user_errors(fn):
         except KeyboardInterrupt:
             _ignore_further_interrupts()
             _quiet_closed_loop_noise()
-            err.print("interrupted: sandboxes were torn down; re-run the command to continue")
+            err.print(interrupted, highlight=False, markup=False, soft_wrap=True)
             raise typer.Exit(130) from None
 
     return wrapper

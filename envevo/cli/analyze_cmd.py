@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from envevo.cli import _options as o
-from envevo.cli._common import err, fmt, out, print_json, require_runs, sub_app, user_errors
+from envevo.cli._common import INTERRUPTED_NO_SANDBOX, err, fmt, out, print_json, require_runs, sub_app, user_errors
 from envevo.errors import UserError
 
 analyze_app = sub_app("The paper's analyses over runs' rollouts: generations, directions, validity.")
@@ -67,7 +67,7 @@ def _print(study, *tables: Table) -> None:
 
 
 @analyze_app.command("generations")
-@user_errors
+@user_errors(interrupted=INTERRUPTED_NO_SANDBOX)
 def generations(runs: Runs, json_out: o.Json = False) -> None:
     """Difficulty across generations (Figure 3): pass rate and mean turns per generation, per agent and effort."""
     study = _study(runs, json_out, lambda s: {"points": [p.model_dump() for p in s.points],
@@ -94,7 +94,7 @@ def generations(runs: Runs, json_out: o.Json = False) -> None:
 
 
 @analyze_app.command("directions")
-@user_errors
+@user_errors(interrupted=INTERRUPTED_NO_SANDBOX)
 def directions(runs: Runs, json_out: o.Json = False) -> None:
     """Direction effects (Table 1): Δpass rate, Δturns and mutation rates per direction, single step and all steps."""
     study = _study(runs, json_out, lambda s: [d.model_dump() for d in s.directions])
@@ -117,7 +117,7 @@ def _direction_row(d) -> list[str]:
 
 
 @analyze_app.command("validity")
-@user_errors
+@user_errors(interrupted=INTERRUPTED_NO_SANDBOX)
 def validity(runs: Runs, json_out: o.Json = False) -> None:
     """Validity: Spearman ρ between D_T and measured failure rate over every evaluated version, with n."""
     study = _study(runs, json_out, lambda s: [v.model_dump() for v in s.validity])
@@ -130,7 +130,7 @@ def validity(runs: Runs, json_out: o.Json = False) -> None:
 
 
 @analyze_app.command("claims")
-@user_errors
+@user_errors(interrupted=INTERRUPTED_NO_SANDBOX)
 def claims(runs: Runs, json_out: o.Json = False) -> None:
     """Whether the paper's qualitative claims hold on these runs, with the evidence either way."""
     study = _study(runs, json_out, lambda s: [c.model_dump() for c in s.claims])

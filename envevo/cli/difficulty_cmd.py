@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from envevo.cli import _options as o
-from envevo.cli._common import err, is_run_dir, out, print_json, user_errors
+from envevo.cli._common import INTERRUPTED_NO_SANDBOX, err, is_run_dir, out, print_json, usage_table, user_errors
 from envevo.errors import UserError
 from envevo.trace import ReferenceDistribution
 
@@ -50,7 +50,7 @@ def _noted(p: ReferenceDistribution) -> ReferenceDistribution:
     return p
 
 
-@user_errors
+@user_errors(interrupted=INTERRUPTED_NO_SANDBOX)
 def difficulty(
     target: Annotated[Path, typer.Argument(help="A task dir, a folder of task dirs, or a RUN dir (--out of `envevo "
                                            "evolve`).")],
@@ -100,14 +100,16 @@ def difficulty(
     if weakness or agent is not None or model is not None:
         return weakness_output(target, agent=agent, model=litellm_model(model) if model else None, estimator=p,
                                json_out=json_out, asked=weakness)
+    records: list = []  # the extraction's metered calls
     if is_run_dir(target):
         kind, rows = "run", run_rows(target, p)
     else:
-        kind, rows = "tasks", task_rows(expand_task_dirs([target]), p, extract_model, base_url)
+        kind, rows = "tasks", task_rows(expand_task_dirs([target]), p, extract_model, base_url, usage=records)
+    usage = model_usage(records, p)
     if json_out:
         info = {"estimator_info": p.describe()} if hasattr(p, "describe") else {}
         print_json({"kind": kind, "target": str(target.resolve()), "estimator": rows[0]["estimator"] if rows else p.name,
-                    **info, "rows": rows})
+                    **info, "rows": rows, "usage": usage})
         return
     est = rows[0]["estimator"] if rows else p.name
     table = Table(title=f"D_T of {target} (p_T estimator: {est})")
@@ -119,6 +121,29 @@ def difficulty(
         table.add_row(*map(escape, head), str(r["L"]), f"{r['scenario_novelty']:.2f}", f"{r['skill_rarity']:.2f}",
                       f"{r['D_T']:.2f}", escape(r["xi"]))
     out.print(table)
+    if usage:
+        out.print(usage_table("LLM usage", usage))
+
+
+def model_usage(records: list, p: ReferenceDistribution) -> list[dict[str, Any]]:
+    """Calls, tokens and cost per role and model of every model this command asked: the extraction's metered records
+    and the p_T estimator's (its meter's records; else its request count, tokens unknown, not 0)."""
+    meter = getattr(p, "meter", None)
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in [*records, *getattr(meter, "records", ())]:
+        t = rows.setdefault((r.role, r.model), {"role": r.role, "model": r.model, "calls": 0, "input_tokens": 0,
+                                                "output_tokens": 0, "cost_usd": None})
+        t["calls"] += 1
+        t["input_tokens"] += r.input_tokens
+        t["output_tokens"] += r.output_tokens
+        if r.cost_usd is not None:
+            t["cost_usd"] = (t["cost_usd"] or 0.0) + r.cost_usd
+    usage = list(rows.values())
+    requests = getattr(p, "requests", None)
+    if meter is None and isinstance(requests, int) and requests:
+        usage.append({"role": "p_T estimator", "model": getattr(p, "model", None), "calls": requests,
+                      "input_tokens": None, "output_tokens": None, "cost_usd": None})
+    return usage
 
 
 # ---- --weakness ------------------------------------------------------------------------------------

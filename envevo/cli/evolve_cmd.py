@@ -11,7 +11,18 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from envevo.cli import _options as o
-from envevo.cli._common import check_red_team, deprecated_flag, err, out, preflight, print_json, require_runs, user_errors
+from envevo.cli._common import (
+    INTERRUPTED_NO_SANDBOX,
+    check_red_team,
+    deprecated_flag,
+    err,
+    out,
+    plain,
+    preflight,
+    print_json,
+    require_runs,
+    user_errors,
+)
 from envevo.cli.verify_cmd import check_mutation
 from envevo.errors import UserError
 from envevo.evolve import EvolveConfig
@@ -19,6 +30,9 @@ from envevo.trace import Direction, Effort
 
 D = EvolveConfig()  # every option's default, as the run's settings have it
 LLM = o.LLM
+# Plain re-running would refuse the run dir (it exists); --resume continues from the last committed generations.
+INTERRUPTED = ("interrupted: sandboxes were torn down and committed generations kept; run the same command with "
+               "--resume to continue")
 
 
 def parse_directions(text: str) -> list[Direction]:
@@ -42,7 +56,7 @@ def parse_max_drift(text: str) -> float | None:
     return value
 
 
-@user_errors
+@user_errors(interrupted=INTERRUPTED)
 def evolve(
     seeds: Annotated[list[Path], typer.Argument(help="Seed task dirs (e.g. made by `envevo seed procedural`).")],
     out_dir: Annotated[Path, o.out_option("Run dir: holds the lineage store.")],
@@ -147,8 +161,10 @@ def evolve(
     if llm:
         engine.attach_store(store)  # usage rows per role; budgets resume from what the store recorded
 
+    lines = plain()  # stderr not a terminal (nohup, CI): plain lines, as the live bar would show nothing
     bar = Progress(TextColumn("{task.fields[lineage]}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TextColumn("{task.fields[worker]}"), TextColumn("{task.fields[stage]}"), console=err)
+                   TextColumn("{task.fields[worker]}"), TextColumn("{task.fields[stage]}"), console=err,
+                   disable=lines is not None)
     bars: dict[str, TaskID] = {}
 
     def bar_of(lineage: str, done: int = 0) -> TaskID:
@@ -161,10 +177,13 @@ def evolve(
         if e.stage == "worker":  # the Ray executor: which worker runs the lineage's generation now
             bar.update(bar_of(e.lineage), worker=e.detail)
             return
-        if e.stage == "judged" or (e.stage == "terminated" and e.generation == 0):  # a seed's verdict, said once
+        said = e.stage == "judged" or (e.stage == "terminated" and e.generation == 0)
+        if said:  # a seed's verdict, said once
             bar.console.print(f"{e.lineage}: {e.detail}")
         stage = f"g{e.generation:02d} {e.stage}: {e.detail}"
         bar.update(bar_of(e.lineage), stage=stage, **({"completed": e.generation} if e.stage == "accepted" else {}))
+        if lines is not None and not said:
+            lines.update(e.lineage, f"{e.lineage} {stage}")
 
     async def main() -> None:
         # One event loop for the whole run: Harbor keeps loop-bound locks at module level.
@@ -174,8 +193,12 @@ def evolve(
         await run_evolve(store, ids, engine, cfg, checks=checks, on_event=on_event, executor=executor)
 
     try:
-        with bar:
-            asyncio.run(main())
+        try:
+            with bar:
+                asyncio.run(main())
+        finally:
+            if lines is not None:
+                lines.flush()
         _print_summary(store, out_dir, json_out)
     finally:
         store.close()  # lets go of the run dir at once, also when called in-process (tests)
@@ -197,13 +220,13 @@ def _print_summary(store, out_dir: Path, json_out: bool) -> None:
         table.add_column(col, overflow="fold")
     for s in summary:
         dts = [d for d in s["D_T"] if d is not None]
-        table.add_row(s["lineage"], s["status"], str(s["generations"]), " ".join(map(str, s["L"])),
+        table.add_row(s["lineage"], s["status"], str(s["generations"]), " ".join("-" if n is None else str(n) for n in s["L"]),
                       f"{dts[0]:.2f} → {dts[-1]:.2f}" if dts else "-", s["reason"] or "")
     out.print(table)
     err.print(f"next: envevo lineage show {out_dir} · envevo report {out_dir}")
 
 
-@user_errors
+@user_errors(interrupted=INTERRUPTED_NO_SANDBOX)
 def report(
     runs: Annotated[list[Path], typer.Argument(help="Run dir(s) written by `envevo evolve`; several (e.g. one per "
                                                "effort) share one evaluation section.")],

@@ -13,7 +13,17 @@ from rich.markup import escape
 from rich.table import Table
 
 from envevo.cli import _options as o
-from envevo.cli._common import err, fmt, out, print_json, progress, sub_app, user_errors
+from envevo.cli._common import (
+    INTERRUPTED_NO_SANDBOX,
+    err,
+    fmt,
+    out,
+    print_json,
+    progress,
+    sub_app,
+    usage_table,
+    user_errors,
+)
 from envevo.errors import UserError
 
 lineage_app = sub_app("Inspect the lineages of an evolve run: generations, ξ length, D_T, mutations, mutation-rate stats.")
@@ -69,7 +79,7 @@ def lineage_json(store: Any, lineage_id: str) -> dict[str, Any]:
 
 
 @lineage_app.command("show")
-@user_errors
+@user_errors(interrupted=INTERRUPTED_NO_SANDBOX)
 def show(
     run: o.RunArg,
     lineage: o.LineageFilter = None,
@@ -93,7 +103,10 @@ def show(
                 store.ensure_drift(i)
         except UserError as e:
             notes.append(f"drift not measured: {e}")
-        data: dict[str, Any] = {"run": str(store.run_dir), "lineages": [lineage_json(store, i) for i in ids]}
+        data: dict[str, Any] = {"run": str(store.run_dir), "lineages": [lineage_json(store, i) for i in ids],
+                                # seeds extracted and judged before their lineage existed: tokens spent all the same
+                                "usage_outside_lineages": [t.model_dump(mode="json")
+                                                           for t in store.usage_totals(outside_lineages=True)]}
         if notes:
             data["notes"] = notes
     if json_out:
@@ -103,7 +116,6 @@ def show(
         err.print(escape(note), highlight=False)
     if not data["lineages"]:
         err.print(f"run {data['run']} has no lineages yet")
-        return
     for lin in data["lineages"]:
         status = lin["status"] + (f": {lin['reason']}" if lin["reason"] else "")
         efforts = {g["effort"] for g in lin["generations"] if g["effort"]}
@@ -140,13 +152,11 @@ def show(
             )
         out.print(table)
         if lin["usage"]:
-            usage = Table(title="LLM usage per role", title_justify="left")
-            for col in ("role", "model", "calls", "input tokens", "output tokens", "cost USD"):
-                usage.add_column(col, justify="left" if col in ("role", "model") else "right")
-            for u in lin["usage"]:
-                usage.add_row(u["role"], u["model"] or "-", str(u["calls"]), str(u["input_tokens"]),
-                              str(u["output_tokens"]), fmt(u["cost_usd"], ".4f"))
-            out.print(usage)
+            out.print(usage_table("LLM usage per role", lin["usage"]))
+    if data["usage_outside_lineages"]:
+        out.print(usage_table("LLM usage outside any lineage (seeds extracted and judged before their lineage)",
+                              data["usage_outside_lineages"]))
+
 
 
 def _killed(metrics: dict[str, Any] | None) -> str:
@@ -170,7 +180,7 @@ def mutation_flags(mutated: list[str]) -> str:
 
 
 @lineage_app.command("stats")
-@user_errors
+@user_errors(interrupted=INTERRUPTED_NO_SANDBOX)
 def stats(
     runs: Annotated[list[Path], typer.Argument(help="One or more run directories; their lineages are pooled.")],
     json_out: o.Json = False,
@@ -216,7 +226,8 @@ class ExportFormat(StrEnum):
     RL = "rl"
 
 
-@user_errors
+@user_errors(interrupted="interrupted: the export may be incomplete; re-run the command (with --force for a harbor "
+             "or rl folder)")
 def export(
     run: o.RunArg,
     out_path: Annotated[Path, o.out_option("harbor: the dataset folder to create. jsonl/parquet: a .jsonl/.parquet "

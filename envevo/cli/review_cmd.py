@@ -11,13 +11,13 @@ import typer
 from rich.markup import escape
 
 from envevo.cli import _options as o
-from envevo.cli._common import err, out, print_json, sub_app, user_errors
+from envevo.cli._common import INTERRUPTED_NO_SANDBOX, err, out, print_json, sub_app, user_errors
 from envevo.errors import UserError
 
 rubric_app = sub_app("Grow the LLM judge's rubric from human review.")
 
 
-@user_errors
+@user_errors(interrupted=INTERRUPTED_NO_SANDBOX)
 def review(
     run: o.RunArg,
     version: Annotated[str, typer.Argument(help="LINEAGE@GENERATION (e.g. csv-etl@3), LINEAGE__gNN, or a task hash "
@@ -43,7 +43,7 @@ def review(
 
 
 @rubric_app.command("learn")
-@user_errors
+@user_errors(interrupted=INTERRUPTED_NO_SANDBOX)
 def learn(
     run: Annotated[Path, typer.Argument(help="Run dir with human reviews (`envevo review`).")],
     rubric_file: Annotated[Path, typer.Option("--rubric-file", help="The project's rubric file: confirmed criteria are "

@@ -93,7 +93,8 @@ def rollout(
     for c in ("task", "gen", "pass", "rate", f"pass@{k}", "turns", "tokens in/out", "cost $", "errors"):
         table.add_column(c, overflow="fold")
     for s in summaries:
-        tokens = "-" if s.mean_input_tokens is None else f"{s.mean_input_tokens:.0f}/{fmt(s.mean_output_tokens, '.0f')}"
+        tokens = f"{s.mean_input_tokens:.0f}/{fmt(s.mean_output_tokens, '.0f')}" if s.mean_input_tokens is not None \
+            else "unknown" if s.model and s.n else "-"  # a model agent whose harness counted none: not free
         table.add_row(escape(s.task), "-" if s.generation is None else str(s.generation), s.label, fmt(s.pass_rate),
                       fmt(s.pass_at_k), fmt(s.mean_turns, ".1f"), tokens, fmt(s.cost_usd, ".4f"),
                       ", ".join(f"{a}:{b}" for a, b in s.errors.items()) or "-")

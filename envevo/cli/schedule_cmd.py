@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from envevo.cli import _options as o
-from envevo.cli._common import deprecated_flag, err, out, print_json, progress, sub_app, user_errors
+from envevo.cli._common import INTERRUPTED_NO_SANDBOX, deprecated_flag, err, out, print_json, progress, sub_app, user_errors
 from envevo.schedule import LearnerConfig, SimConfig
 
 schedule_app = sub_app("Curriculum schedulers for RL on evolved lineages (EL and baselines), and a GRPO curriculum simulator.")
@@ -74,7 +74,7 @@ def _paired_table(result: Any) -> Table:
 
 
 @schedule_app.command("simulate")
-@user_errors
+@user_errors(interrupted=INTERRUPTED_NO_SANDBOX)
 def simulate(
     pool: Annotated[str, typer.Option("--pool", help=POOL_HELP)] = "synthetic",
     old_lineages: Annotated[str | None, typer.Option("--lineages", hidden=True, help="Deprecated: use --pool.")] = None,
@@ -145,7 +145,7 @@ class _SchedulerRow(TypedDict):
 
 
 @schedule_app.command("list")
-@user_errors
+@user_errors(interrupted=INTERRUPTED_NO_SANDBOX)
 def list_schedulers(json_out: o.Json = False) -> None:
     """The schedulers available to `simulate` and to trainers, with their opt-in extensions."""
     from envevo.schedule import scheduler_class, scheduler_names, scheduler_summary

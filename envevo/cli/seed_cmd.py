@@ -10,13 +10,13 @@ from typing import Annotated
 import typer
 
 from envevo.cli import _options as o
-from envevo.cli._common import err, out, print_json, sub_app, user_errors
+from envevo.cli._common import INTERRUPTED_NO_SANDBOX, err, out, print_json, sub_app, user_errors
 
 seed_app = sub_app("Create seed tasks to evolve.")
 
 
 @seed_app.command("procedural")
-@user_errors
+@user_errors(interrupted=INTERRUPTED_NO_SANDBOX)
 def procedural(
     out_dir: Annotated[Path, typer.Argument(help="Task dir to write (must not exist unless --force).")],
     goal_category: Annotated[str | None, typer.Option("--goal-category", help="Goal category; `envevo seed "
@@ -61,7 +61,7 @@ def categories(json_out: o.Json = False) -> None:
             out.print(c)
 
 
-@user_errors
+@user_errors(interrupted=INTERRUPTED_NO_SANDBOX)
 def pool(
     tasks: Annotated[list[Path], typer.Argument(help="Candidate task dirs (or folders of them).")],
     per_category: Annotated[int, typer.Option("--per-category", help="Tasks drawn from each category.")],

@@ -11,13 +11,13 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from envevo.cli import _options as o
-from envevo.cli._common import err, out, print_json, sub_app, user_errors
+from envevo.cli._common import INTERRUPTED_NO_SANDBOX, err, out, print_json, sub_app, user_errors
 
 task_app = sub_app("Inspect tasks: content hash, per-component diff, TB1 import.", name="task")
 
 
 @task_app.command("hash")
-@user_errors
+@user_errors(interrupted=INTERRUPTED_NO_SANDBOX)
 def hash_cmd(
     task: Annotated[Path, typer.Argument(help="Task dir (Harbor or Terminal-Bench 1).")],
     json_out: o.Json = False,
@@ -36,7 +36,7 @@ def hash_cmd(
 
 
 @task_app.command("diff")
-@user_errors
+@user_errors(interrupted=INTERRUPTED_NO_SANDBOX)
 def diff_cmd(
     a: Annotated[Path, typer.Argument(help="The old task dir.")],
     b: Annotated[Path, typer.Argument(help="The new task dir.")],
@@ -72,7 +72,7 @@ def diff_cmd(
 
 
 @task_app.command("import-tb1")
-@user_errors
+@user_errors(interrupted=INTERRUPTED_NO_SANDBOX)
 def import_tb1_cmd(
     src: Annotated[Path, typer.Argument(help="A Terminal-Bench 1 task dir (with task.yaml), or a folder of them.")],
     dest: Annotated[Path, typer.Argument(help="Where the Harbor task goes (for a folder of tasks: the folder that "

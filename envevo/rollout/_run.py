@@ -126,6 +126,16 @@ def _spec(t: Target, agent: str, model: str | None, k: int, env: str, trials_dir
                      agent_kwargs=sim_agent_kwargs(meta["chain"], agent, derive_seed(t.task_hash, agent, k)))
 
 
+def reported_tokens(o: TrialOutcome) -> TrialOutcome:
+    """A real agent's outcome with tokens it did not count as unknown (None), not free: a model call has a prompt, so
+    0 input tokens means the harness counted none (terminus-2 starts its counters at 0 and adds only the usage the
+    server returned). Its cost is then unknown too, unless the harness priced something."""
+    if o.n_input_tokens:
+        return o
+    return o.model_copy(update={"n_input_tokens": None, "n_output_tokens": o.n_output_tokens or None,
+                                "cost_usd": o.cost_usd or None})
+
+
 def pending(targets: Sequence[Target], agent: str, model: str | None, k: int, store=None) -> list[tuple[Target, int]]:
     """(target, index) pairs still to run: recorded rollouts count, unless infrastructure failed them."""
     todo = []
@@ -158,6 +168,8 @@ async def rollout(targets: Sequence[Target], agent: str, model: str | None, k: i
 
     async def done(j: int, o: TrialOutcome) -> None:
         t, i = todo[j]
+        if model is not None and not is_simulated(agent):  # a model agent (oracle, nop and scripts spend nothing)
+            o = reported_tokens(o)
         fresh.setdefault(t.task_hash, []).append(o)
         if store is not None:  # recorded off the event loop: a commit waits on fsync, trials keep running
             await asyncio.to_thread(

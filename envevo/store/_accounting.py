@@ -99,9 +99,15 @@ class Accounting(StoreBase):
             rows = self._rows("SELECT * FROM usage WHERE lineage_id = ? ORDER BY id", (lineage_id,))
         return [Usage(**dict(r)) for r in rows]
 
-    def usage_totals(self, lineage_id: str | None = None) -> list[UsageTotal]:
-        """Tokens and cost per (role, model); cost is None when no call of the group reported one."""
+    def usage_totals(self, lineage_id: str | None = None, *, outside_lineages: bool = False) -> list[UsageTotal]:
+        """Tokens and cost per (role, model): of one lineage, of the calls attributed to none (`outside_lineages`:
+        extracting and judging seeds, before their lineage exists), or of the whole run. Cost is None when no call of
+        the group reported one."""
+        if outside_lineages and lineage_id is not None:
+            raise ValueError("usage_totals: a lineage_id, or outside_lineages, not both")
         where, params = ("WHERE lineage_id = ?", (lineage_id,)) if lineage_id is not None else ("", ())
+        if outside_lineages:
+            where = "WHERE lineage_id IS NULL"
         rows = self._rows(
             "SELECT role, model, COUNT(*) AS calls, SUM(input_tokens) AS input_tokens, SUM(output_tokens) AS output_tokens, "
             f"SUM(cost_usd) AS cost_usd FROM usage {where} GROUP BY role, model ORDER BY role, model",

@@ -107,3 +107,41 @@ def test_a_task_without_xi_is_extracted_by_the_llm_proposer(tmp_path: Path) -> N
     assert row["L"] == 3 and row["xi_source"] == "llm:fake-model"
     assert [s["scenario"] for s in row["trace"]["steps"]] == [s for s, _ in lf.STEPS]
     assert row["D_T"] == pytest.approx(row["scenario_novelty"] + row["skill_rarity"]) and row["D_T"] > 0
+
+
+def test_difficulty_with_a_model_prints_its_usage(tmp_path: Path) -> None:
+    """The extraction's tokens are shown at the end, and in --json; without a model there is no usage (issue 25)."""
+    import os
+
+    from tests.conftest import run_cli
+    from tests.fakes import log_forensics as lf
+    from tests.fakes.openai_server import FakeOpenAI, Script, final
+
+    env = {**os.environ, "OPENAI_API_KEY": "sk-fake"}
+    with FakeOpenAI(Script(**{"proposer-extract": [final(lf.extraction()), final(lf.extraction())]})) as server:
+        as_json = run_cli("difficulty", str(lf.SEED), "--extract-model", "fake-model", "--base-url", server.url,
+                          "--json", env=env)
+        as_table = run_cli("difficulty", str(lf.SEED), "--extract-model", "fake-model", "--base-url", server.url,
+                           env=env)
+    assert as_json.returncode == 0, as_json.stderr
+    (used,) = json.loads(as_json.stdout)["usage"]
+    assert used["calls"] >= 1 and used["input_tokens"] > 0 and used["output_tokens"] > 0 and "fake-model" in used["model"]
+    assert as_table.returncode == 0, as_table.stderr
+    assert "LLM usage" in as_table.stdout and str(used["input_tokens"]) in as_table.stdout
+    chain = random_chain(None, 3, 7)
+    res = CliRunner().invoke(app, [str(write_task(chain, tmp_path / "t")), "--json"])
+    assert res.exit_code == 0 and json.loads(res.stdout)["usage"] == []
+
+
+def test_an_estimator_that_meters_no_tokens_shows_its_calls_with_tokens_unknown() -> None:
+    from types import SimpleNamespace
+
+    from envevo.cli.difficulty_cmd import model_usage
+
+    unmetered = SimpleNamespace(requests=3, model="ref")
+    assert model_usage([], unmetered) == [{"role": "p_T estimator", "model": "ref", "calls": 3, "input_tokens": None,
+                                          "output_tokens": None, "cost_usd": None}]
+    rec = SimpleNamespace(role="estimator", model="ref", input_tokens=20, output_tokens=2, cost_usd=None)
+    metered = SimpleNamespace(requests=3, model="ref", meter=SimpleNamespace(records=[rec, rec]))
+    assert model_usage([], metered) == [{"role": "estimator", "model": "ref", "calls": 2, "input_tokens": 40,
+                                        "output_tokens": 4, "cost_usd": None}]

@@ -102,6 +102,25 @@ def test_show_gives_the_mutation_score_of_each_accepted_generation(tmp_path: Pat
     assert "yes 4/4" in table and "of n near-miss solutions run" in table
 
 
+def test_show_includes_usage_outside_any_lineage(run: Path) -> None:
+    """Seed extraction and seed judging are metered before the lineage exists (no lineage on the row): `lineage show`
+    and its --json show them beside the lineages' own usage, so every token spent is shown (issue 25)."""
+    with LineageStore.open(run) as s:
+        s.add_usage("proposer", input_tokens=400, output_tokens=40, model="m", lineage_id="alpha", generation=1)
+        s.add_usage("proposer-extract", input_tokens=11690, output_tokens=512, model="m", cost_usd=0.25)
+        s.add_usage("judge", input_tokens=900, output_tokens=90, model="m")
+    res = invoke("lineage", "show", run, "--json")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    outside = {u["role"]: (u["calls"], u["input_tokens"], u["output_tokens"], u["cost_usd"])
+               for u in data["usage_outside_lineages"]}
+    assert outside == {"proposer-extract": (1, 11690, 512, 0.25), "judge": (1, 900, 90, None)}
+    assert [u["input_tokens"] for u in data["lineages"][0]["usage"]] == [400]
+    res = invoke("lineage", "show", run, "--lineage", "beta")
+    assert res.exit_code == 0, res.output
+    assert "outside any lineage" in res.stdout and "11690" in res.stdout and "judge" in res.stdout
+
+
 def test_show_unknown_lineage_is_one_line(run: Path) -> None:
     res = invoke("lineage", "show", run, "--lineage", "gamma")
     assert res.exit_code == 2

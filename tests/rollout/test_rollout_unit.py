@@ -203,3 +203,27 @@ def test_generation_table_averages_lineages(tmp_path: Path) -> None:
     assert points[0].pass_rate == pytest.approx(0.5) and points[1].pass_rate == 0.0
     assert (points[0].mean_turns, points[1].mean_turns) == (10, 20)
     assert all(p.simulated and p.effort == "high" for p in points)
+
+
+def test_tokens_a_model_agent_did_not_count_are_stored_as_unknown(tmp_path: Path, monkeypatch) -> None:
+    """A harness that got no usage from the server reports 0/0 (terminus-2 starts its counters at 0): stored as
+    unknown (NULL), not as a free rollout; counted tokens are kept (issue 25, defect 8)."""
+    from envevo.rollout import Target, rollout
+    from envevo.runtime import TrialOutcome
+
+    reported = [(0, 0, 0.0), (900, 80, 0.01)]
+
+    async def fake_trials(specs, *, concurrency, retries, on_done):
+        for j, (n_in, n_out, cost) in enumerate(reported[: len(specs)]):
+            await on_done(j, TrialOutcome(task="t", agent="terminus-2", model="openai/m", reward=0.0,
+                                          n_input_tokens=n_in, n_output_tokens=n_out, cost_usd=cost))
+
+    monkeypatch.setattr("envevo.runtime.run_trials", fake_trials)
+    monkeypatch.setattr("envevo.rollout._run.check_agent", lambda *a, **k: None)
+    target = Target(name="t", task_dir=tmp_path, task_hash="a" * 64)
+    with LineageStore.open(tmp_path / "run") as store:
+        (summary,) = asyncio.run(rollout([target], "terminus-2", "openai/m", 2, trials_dir=tmp_path / "trials",
+                                         store=store))
+        rows = store.rollouts(target.task_hash)
+    assert [(r.input_tokens, r.output_tokens, r.cost_usd) for r in rows] == [(None, None, None), (900, 80, 0.01)]
+    assert (summary.mean_input_tokens, summary.mean_output_tokens) == (900, 80)

@@ -485,6 +485,17 @@ def test_usage_add_and_totals(store: LineageStore) -> None:
     assert [t.role for t in store.usage_totals(lid)] == ["proposer"]
 
 
+def test_usage_outside_lineages_is_its_own_total(store: LineageStore) -> None:
+    """Seeds are extracted and judged before their lineage exists: those calls count too (issue 25)."""
+    lid = store.create_lineage("a", tiny_task("a"))
+    store.add_usage("proposer", input_tokens=100, output_tokens=10, model="m", lineage_id=lid, generation=1)
+    store.add_usage("proposer-extract", input_tokens=70, output_tokens=7, model="m")
+    store.add_usage("judge", input_tokens=30, output_tokens=3, model="m", cost_usd=0.5)
+    outside = {t.role: (t.calls, t.input_tokens, t.output_tokens, t.cost_usd)
+               for t in store.usage_totals(outside_lineages=True)}
+    assert outside == {"proposer-extract": (1, 70, 7, None), "judge": (1, 30, 3, 0.5)}
+
+
 # ---- integrity ------------------------------------------------------------------------------------
 def test_check_reports_tampered_and_missing_task_dirs(store: LineageStore) -> None:
     lid = store.create_lineage("a", tiny_task("a"))
