@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from envevo.cli import _options as o
-from envevo.cli._common import err, fmt, is_run_dir, out, preflight, print_json, progress, user_errors
+from envevo.cli._common import check_red_team, err, fmt, is_run_dir, out, preflight, print_json, progress, user_errors
 from envevo.errors import UserError
 from envevo.evolve import EvolveConfig
 from envevo.rollout import parse_fraction, rollout_reasons  # noqa: F401 (tests and scripts import them from here)
@@ -117,16 +117,22 @@ def select(
                                               "several).")] = None,
     env: o.Env = D.env,
     concurrency: o.Concurrency = D.trial_concurrency,
-    verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Also require the oracle and invalid-test "
-                                         "verifiers to pass.")] = True,
+    verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Also require the verifiers that gate a seed in "
+                                         "`evolve` to pass: oracle, invalid-test, red team, mutation.")] = True,
+    red_team: o.RedTeam = D.red_team,
+    mutation: o.Mutation = D.mutation,
     out_dir: Annotated[Path, o.out_option("Where the selected tasks and selection.json go.")] = Path("seeds"),
     json_out: o.Json = False,
 ) -> None:
-    """Select seeds: hard for the agent (pass ≤ --max-pass, turns ≥ --min-turns) and sound (oracle, invalid-test)."""
+    """Select seeds: hard for the agent (pass ≤ --max-pass, turns ≥ --min-turns) and sound by the verifiers that gate a
+    seed in `evolve` (oracle, invalid-test, red team, mutation)."""
+    from envevo.cli.verify_cmd import check_mutation
     from envevo.rollout import select_seeds
 
+    check_red_team(red_team)
+    check_mutation(mutation)
     doc = select_seeds(tasks, rollouts_run, out_dir, max_pass=max_pass, min_turns=min_turns, agent=agent,
-                       verify=verify, env=env, concurrency=concurrency,
+                       verify=verify, env=env, concurrency=concurrency, red_team=red_team, mutation=mutation,
                        notify=lambda line: err.print(line, highlight=False, markup=False))
     if json_out:
         print_json(doc)

@@ -43,8 +43,12 @@ def rollout_reasons(summary: RolloutSummary, max_pass: float, min_turns: float) 
 
 def select_seeds(tasks: list[Path], rollouts_run: Path, out_dir: Path, *, max_pass: str = "4/8", min_turns: float = 30,
                  agent: str | None = None, verify: bool = True, env: str = "podman", concurrency: int = 3,
+                 red_team: str | None = None, mutation: str | None = None,
                  notify: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Select seeds among `tasks` by the rollouts stored in `rollouts_run`; returns the selection.json document."""
+    """Select seeds among `tasks` by the rollouts stored in `rollouts_run`; returns the selection.json document.
+
+    `verify` checks the survivors with the verifiers `evolve` gates a seed with (red team and mutation default to
+    evolve's), so a selected seed does not then end its lineage at the seed gate."""
     from envevo.store import LineageStore
 
     limit = parse_fraction(max_pass)
@@ -62,13 +66,17 @@ def select_seeds(tasks: list[Path], rollouts_run: Path, out_dir: Path, *, max_pa
                       simulated=any(r.simulated for r in rows[t.task_hash]))
         results.append({"task": t.name, "path": str(t.task_dir), "summary": s, "reasons": rollout_reasons(s, limit, min_turns)})
     if verify and (survivors := [r for r in results if not r["reasons"]]):
+        from envevo.evolve import EvolveConfig
         from envevo.sandbox import preflight
-        from envevo.verify import verify_tasks
+        from envevo.verify import default_verifiers, verify_tasks
 
+        gate = EvolveConfig()
+        verifiers = default_verifiers(gate.repeats, red_team=red_team or gate.red_team,
+                                      mutation=mutation or gate.mutation)
         preflight(env, notify)
         jobs = (out_dir / "_verify").resolve()
         verdicts = asyncio.run(verify_tasks([(r["task"].replace("/", "__"), Path(r["path"])) for r in survivors], jobs,
-                                            env=env, concurrency=concurrency))
+                                            env=env, verifiers=verifiers, concurrency=concurrency))
         for r, v in zip(survivors, verdicts, strict=True):
             r["reasons"] += [f"verifier: {x}" for x in v.reasons] if not v.ok else []
     out_dir.mkdir(parents=True, exist_ok=True)

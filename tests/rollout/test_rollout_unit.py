@@ -227,3 +227,29 @@ def test_tokens_a_model_agent_did_not_count_are_stored_as_unknown(tmp_path: Path
         rows = store.rollouts(target.task_hash)
     assert [(r.input_tokens, r.output_tokens, r.cost_usd) for r in rows] == [(None, None, None), (900, 80, 0.01)]
     assert (summary.mean_input_tokens, summary.mean_output_tokens) == (900, 80)
+
+
+def test_seed_selection_verifies_with_the_seed_gate_of_evolve(tmp_path: Path, monkeypatch) -> None:
+    """A selected seed must pass what `evolve` gates a seed with (red team and mutation included); with the library's
+    verify default (oracle and invalid-test only), a selected seed could end its lineage at the seed gate."""
+    import envevo.sandbox as sandbox
+    import envevo.verify as verify
+    from envevo.evolve import EvolveConfig
+    from envevo.rollout import select_seeds
+
+    paths, _, store = _seed_store(tmp_path)
+    store.close()
+    seen: dict = {}
+
+    async def fake_verify(tasks, jobs, env, verifiers, concurrency):
+        seen["names"] = sorted(v.name for v in verifiers)
+        return [verify.Verdict(task=name, task_dir=d, ok=True, reports={}) for name, d in tasks]
+
+    monkeypatch.setattr(verify, "verify_tasks", fake_verify)
+    monkeypatch.setattr(sandbox, "preflight", lambda env, notify=None: None)
+    select_seeds(paths, tmp_path / "run", tmp_path / "seeds", min_turns=30)
+    gate = {v.name for v in verify.default_verifiers(2, red_team=EvolveConfig().red_team,
+                                                    mutation=EvolveConfig().mutation)}
+    assert set(seen["names"]) == gate and {"red_team", "mutation"} <= gate
+    select_seeds(paths, tmp_path / "run", tmp_path / "seeds2", min_turns=30, red_team="off", mutation="off")
+    assert "red_team" not in seen["names"] and "mutation" not in seen["names"]
