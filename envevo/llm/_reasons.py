@@ -4,8 +4,8 @@ pydantic-ai's own wording speaks pydantic-ai's settings and hides the cause; env
 
 - "Increase the `max_tokens` model setting": envevo's setting is `max_output_tokens` under `[llm.roles.<role>]`
   (`[llm] max_tokens` is the lineage's token budget, a different thing);
-- "incomplete JSON" when the output cap cut an answer that had not started its JSON (a model still reasoning in
-  plain text): said as such;
+- "incomplete JSON" when the output cap or the server's context cut an answer that had not started its JSON (a model
+  still reasoning in plain text): said as such;
 - "Exceeded maximum output retries (N)": the last validation error is appended, so the reason shows what was wrong;
 - a server that refuses prompt + max_tokens beyond its context window (vLLM, SGLang): names the setting to lower.
 """
@@ -26,7 +26,10 @@ def role_failure(e: Exception, role: str) -> str:
     text = _first_line(e)
     if isinstance(e, OutputTokenLimitExceeded) and _cut_before_json(e):
         cap = text.partition("(")[2].partition(")")[0] or "its"
-        return f"the answer reached the output cap ({cap} tokens) before any JSON began; raise {setting}"
+        # finish_reason "length" comes from the output cap or from the server's context filling up (prompt + answer):
+        # a llama.cpp slot of 16k cut a 4.6k-token answer to an 11.8k-token prompt, well under a 24k cap.
+        return (f"the answer was cut (the output cap of {cap} tokens, or the server's context for prompt + answer) "
+                f"before any JSON began; raise {setting}, or serve a longer context")
     if _PYDANTIC_AI_FIX in text:
         return text.replace(_PYDANTIC_AI_FIX, f"Raise {setting}, or simplify the prompt.")
     if text.startswith("Exceeded maximum output retries"):

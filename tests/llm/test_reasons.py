@@ -36,8 +36,9 @@ def test_an_answer_cut_before_any_json_is_not_called_incomplete_json():
     reason = fails(lambda i: ModelResponse(parts=[TextPart("Let me think step by step about the task")],
                                            finish_reason="length"), output_mode="native")
     assert "incomplete JSON" not in reason and "max_tokens" not in reason
-    assert reason == ("judge: the answer reached the output cap (24576 tokens) before any JSON began; "
-                      "raise max_output_tokens under [llm.roles.judge]")
+    assert reason == ("judge: the answer was cut (the output cap of 24576 tokens, or the server's context for prompt + "
+                      "answer) before any JSON began; raise max_output_tokens under [llm.roles.judge], or serve a longer "
+                      "context")
 
 
 def test_cut_json_names_envevos_setting_not_pydantic_ais():
