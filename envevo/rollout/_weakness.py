@@ -1,6 +1,6 @@
 """Model weakness: d_θ per step estimated from a model's failed rollouts, and δ_θ = [d_θ − d_T]_+ per skill and scenario.
 
-DESIGN.md §1.2 defines a model's own difficulty d_θ like D_T, with p_θ in place of p_T, and its weakness
+docs/weakness.md: the method defines a model's own difficulty d_θ like D_T, with p_θ in place of p_T, and its weakness
 δ_θ = [d_θ − d_T]_+. This module measures both from rollouts that were already run; it runs nothing.
 
 Per-step outcomes (agent-agnostic: nothing the agent logs is read)
