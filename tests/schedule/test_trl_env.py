@@ -125,6 +125,17 @@ def test_a_runtime_interpreter_without_envevo_fails_in_one_line(tmp_path):
 
 
 def test_what_trl_harbor_env_would_drop_is_named_per_task():
-    lost = lost_under_trl_harbor_env([SEPARATE, C_BUILD, ROOT / "tests" / "fixtures" / "realistic" / "plain-name"])
+    realistic = ROOT / "tests" / "fixtures" / "realistic"
+    lost = lost_under_trl_harbor_env([SEPARATE, C_BUILD, realistic / "plain-name", realistic / "uv-copy"])
     assert lost["separate-verifier"] == ["separate verifier", "artifacts / collect hooks", "no-network"]
     assert "separate verifier" in lost["c-build-fix"]
+    assert lost["uv-copy"] == ["no-network"]  # an older schema's allow_internet = false
+    assert lost["plain-name"] == ["no-network"]
+
+
+def test_a_verifier_environment_table_alone_declares_a_separate_verifier(tmp_path):
+    task = tmp_path / "implied"
+    shutil.copytree(SEPARATE, task)
+    toml = (task / "task.toml").read_text().replace('environment_mode = "separate"\n', "")
+    (task / "task.toml").write_text(toml + '\n[verifier.environment]\ndocker_image = "debian:bookworm-slim"\n')
+    assert "separate verifier" in lost_under_trl_harbor_env([task])["implied"]

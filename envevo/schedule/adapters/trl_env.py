@@ -137,22 +137,25 @@ def env_reward(environments: Sequence[EnvevoBashEnv] | None = None,
 
 # What TRL's own HarborEnv drops, by task.toml field; the trainer's load-time check names these.
 def lost_under_trl_harbor_env(task_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, list[str]]:
-    """For each task that needs it, what TRL's ``HarborEnv`` would not honour (task name -> fields)."""
-    import tomllib
+    """For each task that needs it, what TRL's ``HarborEnv`` would not honour (task name -> fields). Read through
+    envevo's loader, so every schema version counts (``allow_internet = false`` is ``no-network`` there); a separate
+    verifier is declared by ``environment_mode`` or by a ``[verifier.environment]`` table, as Harbor resolves it."""
+    from envevo.errors import TaskError
+    from envevo.task import load_task
 
     lost: dict[str, list[str]] = {}
     for d in task_dirs:
         try:
-            config = tomllib.loads(Path(d, "task.toml").read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError):
+            config = load_task(Path(d)).config
+        except TaskError:
             continue
-        verifier, environment = config.get("verifier", {}), config.get("environment", {})
+        verifier, environment = config.get("verifier") or {}, config.get("environment") or {}
         fields = []
-        if verifier.get("environment_mode") == "separate":
+        if verifier.get("environment_mode", "separate" if verifier.get("environment") else None) == "separate":
             fields.append("separate verifier")
         if config.get("artifacts") or verifier.get("collect"):
             fields.append("artifacts / collect hooks")
-        if environment.get("network_mode") == "no-network" or environment.get("allow_internet") is False:
+        if environment.get("network_mode") == "no-network":
             fields.append("no-network")
         if fields:
             lost[Path(d).name] = fields
