@@ -7,11 +7,13 @@ import subprocess
 
 
 async def _run(*argv: str, timeout: float | None = None, stdin: bytes | None = None,
-               finish_on_cancel: bool = False) -> tuple[int, str, str]:
+               finish_on_cancel: bool = False, limit: int | None = None) -> tuple[int, str, str]:
     """Run an engine command; (exit code, stdout, stderr). A timeout kills the client and raises TimeoutError.
 
     A cancel kills the client, unless `finish_on_cancel`: a `run` or `rm` killed halfway leaves a container
-    behind (created, or still up), so those run to their end (see `_run_to_end`) and the cancel is re-raised."""
+    behind (created, or still up), so those run to their end (see `_run_to_end`) and the cancel is re-raised.
+    `limit` keeps at most that many bytes of each stream (the rest is read and dropped, with a note): a command in
+    a container (`cat /dev/zero`) must not fill the host's memory."""
     if finish_on_cancel:
         return await _run_to_end(list(argv), timeout or 120, stdin)
     proc = await asyncio.create_subprocess_exec(
@@ -21,13 +23,34 @@ async def _run(*argv: str, timeout: float | None = None, stdin: bytes | None = N
         stderr=asyncio.subprocess.PIPE,
     )
     try:
-        out, err = await asyncio.wait_for(proc.communicate(stdin), timeout)
+        if limit is None:
+            out, err = await asyncio.wait_for(proc.communicate(stdin), timeout)
+        else:
+            out, err = await asyncio.wait_for(_bounded(proc, stdin, limit), timeout)
     except (TimeoutError, asyncio.CancelledError):
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
         raise
     return proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+async def _bounded(proc: asyncio.subprocess.Process, stdin: bytes | None, limit: int) -> tuple[bytes, bytes]:
+    async def keep(stream: asyncio.StreamReader | None) -> bytes:
+        kept, dropped = bytearray(), 0
+        while stream is not None and (chunk := await stream.read(1 << 16)):
+            room = max(0, limit - len(kept))
+            kept += chunk[:room]
+            dropped += len(chunk) - min(room, len(chunk))
+        return bytes(kept) + (f"\n[{dropped} more bytes dropped: envevo keeps {limit} bytes of a command's "
+                              "output]\n".encode() if dropped else b"")
+
+    if proc.stdin is not None:
+        proc.stdin.write(stdin or b"")
+        proc.stdin.close()
+    out, err = await asyncio.gather(keep(proc.stdout), keep(proc.stderr))
+    await proc.wait()
+    return out, err
 
 
 def _run_blocking(argv: list[str], timeout: float, stdin: bytes | None) -> tuple[int, str, str]:

@@ -18,6 +18,8 @@ from harbor.environments.base import BaseEnvironment, ExecResult
 from envevo.runtime import _archive
 from envevo.runtime._engine_cli import _run
 
+# Bytes kept of each stream of one command run in a sandbox; the rest is read and dropped (a note says how much).
+EXEC_OUTPUT_LIMIT = 8 << 20
 # What a trial records about its sandbox (limits dropped, image used), beside Harbor's own logs.
 NOTES_FILE = "envevo-notes.txt"
 
@@ -85,7 +87,7 @@ class CommandEnvironment(BaseEnvironment):
         marker = f"ENVEVO_EXEC={uuid.uuid4().hex}"
         argv += ["--env", marker, self._require(), "bash", "-c", command]
         try:
-            code, out, err = await _run(*argv, timeout=timeout_sec or None, stdin=b"")
+            code, out, err = await _run(*argv, timeout=timeout_sec or None, stdin=b"", limit=EXEC_OUTPUT_LIMIT)
         except TimeoutError:
             await self._kill_marked(marker)
             # Harbor's environments raise on a timed-out command; the agent or verifier maps it to its own timeout.

@@ -101,3 +101,22 @@ def test_container_removal_runs_to_its_end_through_cancels(tmp_path):
 
     asyncio.run(stray())
     assert (tmp_path / "b").exists()
+
+
+@pytest.mark.sandbox
+@pytest.mark.timeout(600)
+def test_a_flood_of_output_is_bounded_in_host_memory(sandbox):
+    """`cat /dev/zero`-style output from a command in the sandbox (an agent's, an RL policy's) is kept to
+    EXEC_OUTPUT_LIMIT per stream and read to its end, never held whole on the host."""
+    from envevo.runtime import open_session
+    from envevo.runtime._local_exec import EXEC_OUTPUT_LIMIT
+    from tests.conftest import FIXTURES
+
+    async def main():
+        async with open_session(FIXTURES / "realistic" / "separate-verifier", env=sandbox) as s:
+            return await s.exec("head -c 200000000 /dev/zero; echo finished >&2", timeout_sec=300)
+
+    r = asyncio.run(main())
+    assert r.exit_code == 0 and r.stderr.strip() == "finished"
+    assert EXEC_OUTPUT_LIMIT <= len(r.stdout) < EXEC_OUTPUT_LIMIT + 200
+    assert f"{200000000 - EXEC_OUTPUT_LIMIT} more bytes dropped" in r.stdout
