@@ -28,6 +28,11 @@ from envevo.runtime import TrialOutcome
 PYTHON_ENV_VAR = "ENVEVO_RUNTIME_PYTHON"
 
 
+def runtime_python(python: str | os.PathLike[str] | None = None) -> str:
+    """The worker's interpreter: the one given, else $ENVEVO_RUNTIME_PYTHON, else this one."""
+    return str(python or os.environ.get(PYTHON_ENV_VAR) or sys.executable)
+
+
 class LiveTrialFailed(Exception):
     """The worker refused a request (an unknown trial, a sandbox that did not start) or is gone; one line."""
 
@@ -37,7 +42,7 @@ class LiveTrialClient:
 
     def __init__(self, python: str | os.PathLike[str] | None = None, trials_dir: str | os.PathLike[str] | None = None,
                  start_timeout_sec: float = 120) -> None:
-        self.python = str(python or os.environ.get(PYTHON_ENV_VAR) or sys.executable)
+        self.python = runtime_python(python)
         self.trials_dir = Path(trials_dir) if trials_dir else Path(tempfile.mkdtemp(prefix="envevo-live-"))
         self._ids = itertools.count(1)
         self._pending: dict[int, Future[dict[str, Any]]] = {}
@@ -133,7 +138,7 @@ _SHARED_LOCK = threading.Lock()
 
 def shared_client(python: str | os.PathLike[str] | None = None) -> LiveTrialClient:
     """This process's client for `python` (started on first use, restarted if its worker died)."""
-    key = str(python or os.environ.get(PYTHON_ENV_VAR) or sys.executable)
+    key = runtime_python(python)
     with _SHARED_LOCK:
         client = _SHARED.get(key)
         if client is None or client._proc.poll() is not None:
