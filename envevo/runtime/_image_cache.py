@@ -15,6 +15,7 @@ import re
 import weakref
 from pathlib import Path
 
+from envevo.runtime._engine_cli import _collect
 from envevo.runtime._host_ca import BuildTrust
 
 CACHE_REPO = "localhost/envevo-cache"
@@ -58,9 +59,7 @@ async def build_cached_image(engine: str, env_dir: Path, *, force: bool = False,
         if not force and tag in failed:
             return False, tag, f"{NOT_REBUILT}\n{failed[tag]}"
         if not force:
-            exists = await asyncio.create_subprocess_exec(engine, "image", "exists", tag,
-                                                          stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
-            if await exists.wait() == 0:
+            if (await _collect([engine, "image", "exists", tag], timeout=60))[0] == 0:
                 return True, tag, ""
         state = _active.setdefault(asyncio.get_running_loop(), [0, []])  # [builds running, layers to remove]
         state[0] += 1
@@ -80,21 +79,10 @@ async def build_cached_image(engine: str, env_dir: Path, *, force: bool = False,
 async def _build(engine: str, env_dir: Path, tag: str, extra_args: list[str] | None, timeout: float) -> tuple[bool, str]:
     # Behind a TLS-intercepting proxy whose CA the host trusts, every RUN step trusts it too (envevo/runtime/_host_ca.py).
     with BuildTrust(engine, env_dir / "Dockerfile") as trust:
-        proc = await asyncio.create_subprocess_exec(
-            engine, "build", "--force-rm", "--label", f"{CACHE_LABEL}=1", "-t", tag, *trust, *(extra_args or []),
-            str(env_dir), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        )
-        return await _finish(proc, timeout)
-
-
-async def _finish(proc: asyncio.subprocess.Process, timeout: float) -> tuple[bool, str]:
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-    except (TimeoutError, asyncio.CancelledError):
-        proc.kill()
-        await proc.wait()
-        raise
-    return proc.returncode == 0, out.decode(errors="replace")
+        code, out, _ = await _collect(
+            [engine, "build", "--force-rm", "--label", f"{CACHE_LABEL}=1", "-t", tag, *trust, *(extra_args or []),
+             str(env_dir)], timeout=timeout, merge_stderr=True)
+        return code == 0, out.decode(errors="replace")
 
 
 # podman prints "--> <id>" after each step it commits; a failed build leaves those layers behind, untagged.
@@ -106,9 +94,7 @@ async def _remove_layers(engine: str, ids: list[str]) -> None:
     (the engine refuses to remove it), so nothing shared is lost."""
     ids = list(dict.fromkeys(ids))
     for image in reversed(ids):  # children before parents
-        proc = await asyncio.create_subprocess_exec(engine, "rmi", image, stdout=asyncio.subprocess.DEVNULL,
-                                                    stderr=asyncio.subprocess.DEVNULL)
-        await proc.wait()
+        await _collect([engine, "rmi", image], timeout=120)
 
 
 class ImageCache:

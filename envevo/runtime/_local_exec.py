@@ -87,7 +87,7 @@ class CommandEnvironment(BaseEnvironment):
         marker = f"ENVEVO_EXEC={uuid.uuid4().hex}"
         argv += ["--env", marker, self._require(), "bash", "-c", command]
         try:
-            code, out, err = await _run(*argv, timeout=timeout_sec or None, stdin=b"", limit=EXEC_OUTPUT_LIMIT)
+            code, out, err = await _run(*argv, timeout=timeout_sec or None, limit=EXEC_OUTPUT_LIMIT)
         except TimeoutError:
             await self._kill_marked(marker)
             # Harbor's environments raise on a timed-out command; the agent or verifier maps it to its own timeout.
