@@ -29,6 +29,10 @@ _active: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list] = weakref.We
 # Tags whose build failed in this run (this event loop), with the build's output: every later trial of the same
 # content reports that failure instead of rebuilding it (a failed build cost 250-340 s, once per trial).
 _failed: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, str]] = weakref.WeakKeyDictionary()
+# Tags this run (this event loop) built or saw present: the next trial of the same content skips `image exists`
+# (two engine calls per trial). Something outside may still remove one (a prune, a user's rmi): the container
+# start then says "image not known", forgets it (`forget_cached_image`) and builds again.
+_present: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[str]] = weakref.WeakKeyDictionary()
 NOT_REBUILT = "not rebuilt: this environment's build already failed in this run; its output follows"
 
 
@@ -58,22 +62,39 @@ async def build_cached_image(engine: str, env_dir: Path, *, force: bool = False,
     async with _lock(tag):
         if not force and tag in failed:
             return False, tag, f"{NOT_REBUILT}\n{failed[tag]}"
-        if not force:
-            if (await _collect([engine, "image", "exists", tag], timeout=60))[0] == 0:
-                return True, tag, ""
+        present = _present.setdefault(asyncio.get_running_loop(), set())
+        if not force and tag in present:
+            return True, tag, ""
+        if not force and (await _collect([engine, "image", "exists", tag], timeout=60))[0] == 0:
+            present.add(tag)
+            return True, tag, ""
         state = _active.setdefault(asyncio.get_running_loop(), [0, []])  # [builds running, layers to remove]
         state[0] += 1
         try:
             ok, output = await _build(engine, env_dir, tag, extra_args, timeout)
         finally:
             state[0] -= 1
-        if not ok:
+        if ok:
+            present.add(tag)
+        else:
             state[1] += _STEP_IMAGE.findall(output)
             failed[tag] = output
         if state[0] == 0 and state[1]:
             doomed, state[1] = state[1], []
             await _remove_layers(engine, doomed)
         return ok, tag, output
+
+
+def forget_cached_image(tag: str) -> None:
+    """The engine no longer has `tag` (removed from outside this run): the next build checks and builds it again."""
+    _present.get(asyncio.get_running_loop(), set()).discard(tag)
+
+
+def image_missing(engine_error: str) -> bool:
+    """Whether a container start failed because its image is gone (podman: "image not known"; docker: "No such
+    image" / "Unable to find image")."""
+    text = engine_error.lower()
+    return any(s in text for s in ("image not known", "no such image", "unable to find image"))
 
 
 async def _build(engine: str, env_dir: Path, tag: str, extra_args: list[str] | None, timeout: float) -> tuple[bool, str]:

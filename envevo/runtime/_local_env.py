@@ -39,7 +39,7 @@ from harbor.environments.capabilities import EnvironmentCapabilities, Environmen
 
 from envevo.runtime import _cleanup, _host_ca
 from envevo.runtime._engine_cli import _run
-from envevo.runtime._image_cache import CACHE_LABEL, build_cached_image
+from envevo.runtime._image_cache import CACHE_LABEL, build_cached_image, forget_cached_image, image_missing
 from envevo.runtime._local_copy import CopyingEnvironment
 from envevo.runtime._local_exec import NOTES_FILE, _norm, _overlaps
 
@@ -133,12 +133,20 @@ class LocalContainerEnvironment(CopyingEnvironment):
             base.append("--network=none")
         for key, value in {**_host_ca.ca_env(), **self._startup_env()}.items():
             base += ["--env", f"{key}={value}"]
-        rest = [*self._mount_args(), *_host_ca.volume_args(), image, "sh", "-c", "sleep infinity"]
+        mounts = [*self._mount_args(), *_host_ca.volume_args()]
+        rest = [*mounts, image, "sh", "-c", "sleep infinity"]
         limits = self._limit_args()
         # Known before `run` creates it: a cancel from here on still ends in stop() removing it by name.
         self._container = name
         _cleanup.ensure_exit_sweep()
         code, out, err = await _run(*base, *limits, *rest, timeout=300, finish_on_cancel=True)
+        if code != 0 and image_missing(err) and self._dockerfile.is_file():
+            # The cached image went away after this run last saw it (a prune, a user's rmi): build it, start again.
+            forget_cached_image(image)
+            await _run(*self._rm_argv(name), timeout=60, finish_on_cancel=True)
+            image = self._image_ref = await self._image(force_build)
+            rest = [*mounts, image, "sh", "-c", "sleep infinity"]
+            code, out, err = await _run(*base, *limits, *rest, timeout=300, finish_on_cancel=True)
         if code != 0 and limits and ("cgroup" in err.lower() or "permission" in err.lower() or "not supported" in err.lower()):
             # The host refuses resource limits (e.g. cgroup v1 without the controllers): run without them, say so.
             self._note(f"resource limits {' '.join(limits)} dropped: the host refused them ({err.strip().splitlines()[-1][:200]})")

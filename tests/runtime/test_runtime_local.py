@@ -99,3 +99,34 @@ def test_a_failed_build_leaves_no_images(sandbox, tmp_path):
     assert not ok and "exit status 3" in output
     assert output.count("--> ") >= 2  # two steps were committed before the failure
     assert images() - before == set()
+
+
+@pytest.mark.sandbox
+def test_a_cached_image_removed_mid_run_is_built_again(sandbox, tmp_path):
+    """A run remembers which cached images it saw, to skip `image exists` on every trial; an image removed behind its
+    back (a prune by another envevo, a user's rmi) must not fail the next trial."""
+    import shutil
+
+    from envevo.runtime import cache_tag
+
+    task = tmp_path / "task"
+    shutil.copytree(HELLO, task)
+    # Content of its own, so removing its image touches no other test's.
+    with (task / "environment" / "Dockerfile").open("a") as f:
+        f.write(f"\nRUN echo {tmp_path.name} > /envevo-test-marker\n")
+    tag = cache_tag(task / "environment")
+
+    async def twice():
+        spec = TrialSpec(task_dir=task, agent="oracle", env=sandbox, trials_dir=tmp_path / "trials")
+        (first,) = await run_trials([spec])
+        subprocess.run([sandbox, "rmi", "-f", tag], check=True, capture_output=True)
+        (second,) = await run_trials([spec])
+        return first, second
+
+    try:
+        first, second = asyncio.run(twice())
+        assert first.reward == 1.0, first.error_message
+        assert second.error_kind is ErrorKind.OK and second.reward == 1.0, second.error_message
+        assert subprocess.run([sandbox, "image", "exists", tag]).returncode == 0
+    finally:
+        subprocess.run([sandbox, "rmi", "-f", tag], capture_output=True)
