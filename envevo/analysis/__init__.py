@@ -7,6 +7,7 @@ from envevo.analysis._collect import VersionEval, collect
 from envevo.analysis._difficulty_rows import extract_traces, run_rows, task_rows
 from envevo.analysis._directions import DirectionEffect, direction_effects
 from envevo.analysis._generations import GenerationPoint, Trend, generation_points, trends
+from envevo.analysis._mutants import killed_text, mutant_scores
 from envevo.analysis._mutation import (
     RATE_COMPONENTS,
     TOTAL_COMPONENTS,
@@ -27,5 +28,5 @@ __all__ = [
     "mutation_rates", "rates_of",
     "Claim", "DirectionEffect", "GenerationPoint", "Study", "Trend", "Validity", "VersionEval", "analyze", "claims",
     "collect", "direction_effects", "generation_points", "mean_ci", "spearman", "spearman_p", "trends", "validity",
-    "extract_traces", "run_rows", "task_rows",
+    "extract_traces", "run_rows", "task_rows", "killed_text", "mutant_scores",
 ]

@@ -35,17 +35,14 @@ def _pct(x: float | None) -> str:
 
 def lineage_json(store: Any, lineage_id: str) -> dict[str, Any]:
     """The `lineage show --json` object of one lineage."""
+    from envevo.analysis import mutant_scores
     from envevo.store import version_fields
 
     lin = store.lineage(lineage_id)
     tried: dict[int, int] = {}
-    mutants: dict[int, dict[str, Any]] = {}  # generation -> the accepted candidate's mutation verifier figures
     for c in store.candidates(lineage_id):
         tried[c.generation] = tried.get(c.generation, 0) + 1
-        if c.accepted:
-            for ver in store.verifications(c.id):
-                if ver.verifier == "mutation" and ver.metrics:
-                    mutants[c.generation] = ver.metrics
+    mutants = mutant_scores(store, lineage_id)
     spent: dict[int, dict[str, dict[str, Any]]] = {}  # generation -> role -> tokens and cost
     for u in store.usage(lineage_id):
         s = spent.setdefault(u.generation or 0, {}).setdefault(u.role, {"input_tokens": 0, "output_tokens": 0, "cost_usd": None})
@@ -160,9 +157,9 @@ def show(
 
 
 def _killed(metrics: dict[str, Any] | None) -> str:
-    if not metrics or not metrics.get("run"):
-        return ""
-    return f" {metrics.get('killed', 0)}/{metrics['run']}"
+    from envevo.analysis import killed_text
+
+    return f" {text}" if (text := killed_text(metrics)) else ""
 
 
 #: One letter per component, in canonical order, for compact tables.

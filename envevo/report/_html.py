@@ -8,7 +8,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from envevo.analysis import mutation_rates
+from envevo.analysis import killed_text, mutant_scores, mutation_rates
 from envevo.errors import UserError
 from envevo.report._plots import difficulty_plot, drift_plot, generations_plot, mutation_plot, validity_plot
 from envevo.store import LineageStore
@@ -201,6 +201,11 @@ def _run_sections(store: LineageStore) -> list[str]:
     for lin in lineages:
         parts.append(f"<h2>Lineage {_e(lin.id)}</h2>")
         versions = store.versions(lin.id)
+        killed = {g: killed_text(m) for g, m in mutant_scores(store, lin.id).items()}
+        if killed:
+            # The mutation verifier: near-miss solutions (a step done the plausible wrong way, or skipped) must fail.
+            parts.append(_table(["generation", "near-miss solutions that scored 0 (mutation verifier)"],
+                                [[f"g{v.generation:02d}", killed.get(v.generation) or "not run"] for v in versions]))
         for prev, cur in zip(versions, versions[1:], strict=False):
             before, after = prev.trace, cur.trace
             d0, d1 = prev.D_T, cur.D_T

@@ -54,3 +54,17 @@ def test_report_renders_in_headless_chromium_without_broken_images(report, tmp_p
     assert 'data-probed="3"' in dom, proc.stderr[-2000:]
     assert dom.count('data-decoded="yes"') == 3
     assert 'data-decoded="no"' not in dom
+
+
+def test_report_gives_each_generations_mutation_score(tmp_path):
+    # What the mutation verifier found for the accepted candidate: g02's tests let one near-miss solution through.
+    store, lid, status = run(tmp_path, ScriptedEngine(), generations=3, check=Gate())
+    assert status == "done"
+    accepted = {c.generation: c.id for c in store.candidates(lid) if c.accepted}
+    for generation, killed in ((1, 4), (2, 3)):
+        store.add_verification(accepted[generation], "mutation", killed == 4,
+                               metrics={"run": 4, "killed": killed, "survived": 4 - killed, "mutants": 4})
+    page = build_report(store.run_dir).read_text()
+    section = page[page.index("near-miss solutions that scored 0"):]
+    cells = re.findall(r"<td>(g\d\d)</td><td>([^<]*)</td>", section)
+    assert cells[:4] == [("g00", "not run"), ("g01", "4/4"), ("g02", "3/4"), ("g03", "not run")]

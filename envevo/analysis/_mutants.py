@@ -1,0 +1,28 @@
+"""Per committed version, what its mutation verifier found: of the near-miss solutions run, how many scored 0.
+
+The figures are the accepted candidate's `mutation` verification (`metrics`: run, killed, survived, mutants). A
+version verified without the mutation verifier (it was off, or the version is older) has none. `lineage show` and
+the HTML report read them here, so both say the same."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def mutant_scores(store: Any, lineage_id: str) -> dict[int, dict[str, Any]]:
+    """generation -> the accepted candidate's mutation verifier metrics (only generations that have them)."""
+    scores: dict[int, dict[str, Any]] = {}
+    for c in store.candidates(lineage_id):
+        if not c.accepted:
+            continue
+        for ver in store.verifications(c.id):
+            if ver.verifier == "mutation" and ver.metrics:
+                scores[c.generation] = ver.metrics
+    return scores
+
+
+def killed_text(metrics: dict[str, Any] | None) -> str:
+    """'k/n' (n near-miss solutions run, k scored 0), or '' when none ran."""
+    if not metrics or not metrics.get("run"):
+        return ""
+    return f"{metrics.get('killed', 0)}/{metrics['run']}"
