@@ -31,7 +31,8 @@ def procedural_run(tmp_path: Path) -> tuple[Path, list]:
     """A run at tmp_path/run with one procedural lineage of three generations, each a length edit: (run, chains)."""
     import random  # imported here: every test (and the trainer-adapter venv) loads this conftest
 
-    from envevo.evolve.engines.procedural import CatalogPrior, compose, mutate, random_chain
+    from envevo.catalog import CatalogPrior, random_chain
+    from envevo.evolve.engines.procedural import compose, mutate
     from envevo.store import LineageStore
     from envevo.trace import Direction, Effort
 

@@ -5,10 +5,12 @@
   re-exported from the package `__init__`.
 - Only envevo/runtime/ imports Harbor.
 - No module is over 400 lines.
+- docs/architecture.md lists the floors of FLOORS, in order.
 
 Imports inside `if TYPE_CHECKING:` count too: a type annotation is a dependency a reader has to follow. Plugins on
-a higher floor are reached through lazy registries that hold `"module:attr"` strings. Those are edges too: each
-one that points up, or into another package's private module, must be a named plugin edge in PLUGIN_EDGES.
+a higher floor are reached through lazy registries that hold `"module:attr"` strings (or lazy maps to a bare module
+name). Those are edges too: each one that points up, or into another package's private module, must be a named
+plugin edge in PLUGIN_EDGES.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ PACKAGE = ROOT / "envevo"
 FLOORS: list[tuple[str, ...]] = [
     ("errors", "_process", "_registry", "_home"),
     ("task",),
-    ("catalog",),
     ("trace",),
+    ("catalog",),
     ("runtime",),
     ("sandbox", "verify"),
     ("llm",),
@@ -48,7 +50,12 @@ MAX_LINES = 400
 EXEMPT: set[tuple[str, str]] = set()
 
 # Registry strings that point up a floor: (registry module, target module) -> why the plugin lives up there.
+# Nothing else may: a string edge up a floor, or into another package's private module, fails the test.
 PLUGIN_EDGES: dict[tuple[str, str], str] = {
+    ("envevo.trace._estimators", "envevo.catalog"):
+        "the catalog prior weighs the catalog's own scenarios and skills; trace, which defines ξ, sits below it",
+    ("envevo.trace._task_xi", "envevo.catalog"):
+        "a procedural task carries its chain, not ξ; only the catalog reads a chain (its final scenario)",
     ("envevo.trace._estimators", "envevo.evolve"):
         "the corpus p_T estimator reads labels that engines extract from a corpus",
     ("envevo.trace._estimators", "envevo.llm"): "the llm p_T estimator asks a reference model",
@@ -56,6 +63,7 @@ PLUGIN_EDGES: dict[tuple[str, str], str] = {
     ("envevo.verify.exploits", "envevo.llm"): "the LLM hacker exploit drives a model in the sandbox",
 }
 _REGISTRY_STRING = re.compile(r"^(envevo(?:\.\w+)+):[A-Za-z_][\w.]*$")
+_MODULE_STRING = re.compile(r"^envevo(?:\.\w+)+$")  # a lazy map's bare module name, if such a module exists
 
 
 @dataclass(frozen=True)
@@ -96,13 +104,24 @@ def _imports(path: Path) -> list[Import]:
     return out
 
 
+def _is_module(dotted: str) -> bool:
+    base = ROOT / dotted.replace(".", "/")
+    return base.with_suffix(".py").exists() or (base / "__init__.py").exists()
+
+
 def registry_edges(path: Path) -> list[Import]:
-    """The `"envevo.x.y:attr"` strings of a module: where its lazy registries load plugins from."""
+    """The `"envevo.x.y:attr"` strings of a module, and its strings that name an envevo module: where its lazy
+    registries and lazy maps load code from."""
     rel = str(path.relative_to(ROOT))
-    return [Import(rel, node.lineno, _module_name(path), m.group(1))
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=rel))
-            if isinstance(node, ast.Constant) and isinstance(node.value, str)
-            and (m := _REGISTRY_STRING.match(node.value))]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=rel)):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+            continue
+        if m := _REGISTRY_STRING.match(node.value):
+            out.append(Import(rel, node.lineno, _module_name(path), m.group(1)))
+        elif _MODULE_STRING.match(node.value) and _is_module(node.value):
+            out.append(Import(rel, node.lineno, _module_name(path), node.value))
+    return out
 
 
 def unnamed_plugin_edges(edges: list[Import]) -> list[str]:
@@ -197,6 +216,21 @@ def test_registry_strings_point_down_or_are_named_plugins() -> None:
     assert not stale, f"PLUGIN_EDGES no registry uses any more: {sorted(stale)}"
 
 
+def documented_floors(text: str) -> list[tuple[str, ...]]:
+    """The floors as docs/architecture.md lists them: `N. **`pkg`** …`, the packages named in bold."""
+    floors = []
+    for line in text.splitlines():
+        if m := re.match(r"^(\d+)\. (\*\*.*)", line):
+            assert int(m.group(1)) == len(floors), f"floors out of order in docs/architecture.md: {line}"
+            bold = re.findall(r"\*\*(.+?)\*\*", m.group(2))
+            floors.append(tuple(name for span in bold for name in re.findall(r"`(\w+)`", span)))
+    return floors
+
+
+def test_the_documented_order_is_the_enforced_one() -> None:
+    assert documented_floors((ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")) == FLOORS
+
+
 def test_no_module_over_400_lines() -> None:
     bad = long_modules()
     assert not bad, "split these modules:\n" + "\n".join(bad)
@@ -233,15 +267,17 @@ def test_checker_catches_planted_violations(tmp_path: Path) -> None:
     assert any("imports envevo.trace._model" in b and "task/_x.py" in b for b in up)
     priv = private_imports(imps)
     assert any("envevo/cli/__init__.py" in b and "envevo.trace._model" in b for b in priv)
-    (tmp_path / "envevo/trace/_reg.py").write_text('R = {"x": "envevo.store:LineageStore", "y": "envevo.task._x:f"}\n')
+    (tmp_path / "envevo/trace/_reg.py").write_text(
+        'R = {"x": "envevo.store:LineageStore", "y": "envevo.task._x:f", "z": "envevo.store", "w": "envevo.toml"}\n')
     global ROOT
     saved, ROOT = ROOT, tmp_path
     try:
         planted = unnamed_plugin_edges(registry_edges(tmp_path / "envevo/trace/_reg.py"))
     finally:
         ROOT = saved
-    assert any("trace (floor 3) imports envevo.store" in b for b in planted)
+    assert sum("trace (floor 2) imports envevo.store" in b for b in planted) == 2  # "module:attr" and bare module
     assert any("private envevo.task._x" in b for b in planted)
+    assert not any("envevo.toml" in b for b in planted)  # a file name, not a module
     assert any("envevo/cli/__init__.py" in b and "envevo.task._x" in b for b in priv)
     harb = harbor_imports(imps)
     assert harb == ["envevo/task/_x.py:2: harbor.models"]

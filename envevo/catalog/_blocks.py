@@ -11,6 +11,7 @@ from envevo.catalog._kinds import Kind, keys_file, out_path
 from envevo.catalog.skills import Block, StepIO
 from envevo.errors import TaskError
 from envevo.task import Task
+from envevo.trace import Trace
 
 # `[metadata.envevo].engine` of a task composed from a chain.
 CHAIN_ENGINE = "procedural"
@@ -91,3 +92,8 @@ def chain_from_task(task: Task) -> Chain:
                         "seed one with `envevo seed procedural`")
     data = {k: v for k, v in meta["chain"].items() if k != "final"}
     return Chain.model_validate(data)
+
+
+def chain_trace(task: Task) -> Trace:
+    """ξ of a procedural task: the pairs of its chain (envevo.trace reaches this through its ξ-reader registry)."""
+    return chain_from_task(task).trace()

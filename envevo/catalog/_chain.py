@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, computed_field
 
 from envevo.catalog._graph import SCENARIOS, SKILLS, compatible
 from envevo.catalog._kinds import Kind
-from envevo.catalog._xi import Step, Trace
+from envevo.trace import Step, Trace
 
 
 class Pin(BaseModel):

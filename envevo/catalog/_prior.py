@@ -11,7 +11,7 @@ import math
 
 from envevo.catalog._goals import CATEGORY_BOOST, GOAL_CATEGORIES, category_of
 from envevo.catalog._graph import SCENARIOS, SKILLS, skills_for
-from envevo.catalog._xi import Difficulty, Trace, difficulty
+from envevo.trace import Difficulty, Trace, difficulty
 
 # What an element outside the catalog (or an impossible pair) costs: rarer than anything in it.
 UNKNOWN_P = 1e-4

@@ -60,6 +60,10 @@ Mutation = Annotated[str, typer.Option("--mutation", help="Near-miss solutions m
                                        "its plausible mistake or skipped (procedural tasks), solve.sh cut after each "
                                        "top-level command (any task). on, off, or sample:N (N mutants per task; each "
                                        "is one more oracle trial).", rich_help_panel=SANDBOX)]
+LearnRubric = Annotated[Path | None, typer.Option("--learn-rubric", help="A rubric TOML that each hack the LLM red "
+                                                  "team proves (reward without solving) is appended to as a required "
+                                                  "criterion. Without it the criterion is only proposed in the report; "
+                                                  "no rubric file is edited.", rich_help_panel=SANDBOX)]
 ImageMapOpt = Annotated[list[str], typer.Option("--image-map", help="Rewrite a base image, e.g. "
                                                 "ubuntu:24.04=registry.local/ubuntu:24.04 (repeatable).",
                                                 rich_help_panel=SANDBOX)]

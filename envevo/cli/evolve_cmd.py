@@ -68,7 +68,11 @@ def evolve(
                                       "choice).")] = D.seed,
     directions: Annotated[str, typer.Option("--directions", help="Comma-separated directions tried each generation "
                                             "(one alone isolates a lever).")] = ",".join(D.directions),
-    resume: Annotated[bool, typer.Option("--resume", help="Continue a run stored in --out.")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue a run stored in --out, from each lineage's last "
+                                         "committed generation; a terminated lineage stays as stored.")] = False,
+    retry_skipped: Annotated[bool, typer.Option("--retry-skipped", help="With --resume: try the seeds the run skipped "
+                                                "(no ξ extracted, or the seed gate failed) again, with the current "
+                                                "settings.")] = False,
     lineages: o.Lineages = D.lineage_concurrency,
     old_concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, hidden=True,
                                                         help="Deprecated here: use --lineages.")] = None,
@@ -77,6 +81,7 @@ def evolve(
     env: o.Env = D.env,
     repeats: o.Repeats = D.repeats,
     red_team: o.RedTeam = D.red_team,
+    learn_rubric: o.LearnRubric = None,
     mutation: o.Mutation = D.mutation,
     plan_budget: Annotated[int, typer.Option("--plan-budget", min=1, help="Proposer→Reviewer rounds per "
                                              "direction.")] = D.plan_budget,
@@ -110,7 +115,7 @@ def evolve(
 ) -> None:
     """Evolve each seed into a lineage of harder, verified generations."""
     from envevo.evolve import evolve as run_evolve
-    from envevo.evolve import make_engine, open_run, scale_out, start_lineages, uses_llm
+    from envevo.evolve import make_engine, open_run, run_verifiers, scale_out, start_lineages, uses_llm
     from envevo.llm import settings_with_options
     from envevo.task import first_duplicate, load_task
 
@@ -118,6 +123,8 @@ def evolve(
         deprecated_flag("evolve --concurrency (lineages at once)", "--lineages; --concurrency will mean trials, "
                         "as on the other commands")
         lineages = old_concurrency if lineages == D.lineage_concurrency else lineages
+    if retry_skipped and not resume:
+        raise UserError("--retry-skipped reopens the skipped seeds of a stored run: add --resume")
     check_red_team(red_team)
     check_mutation(mutation)
     preflight(env)
@@ -163,7 +170,7 @@ def evolve(
 
     lines = plain()  # stderr not a terminal (nohup, CI): plain lines, as the live bar would show nothing
     bar = Progress(TextColumn("{task.fields[lineage]}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TextColumn("{task.fields[worker]}"), TextColumn("{task.fields[stage]}"), console=err,
+                   TextColumn("{task.fields[worker]}"), TextColumn("{task.fields[stage]}", markup=False), console=err,
                    disable=lines is not None)
     bars: dict[str, TaskID] = {}
 
@@ -177,20 +184,26 @@ def evolve(
         if e.stage == "worker":  # the Ray executor: which worker runs the lineage's generation now
             bar.update(bar_of(e.lineage), worker=e.detail)
             return
-        said = e.stage == "judged" or (e.stage == "terminated" and e.generation == 0)
-        if said:  # a seed's verdict, said once
-            bar.console.print(f"{e.lineage}: {e.detail}")
+        said = e.stage in ("judged", "kept") or (e.stage == "terminated" and e.generation == 0)
+        if said:  # a seed's verdict, or a lineage a resume leaves as it ended: said once
+            # markup off: reasons name settings in brackets ([llm.roles.proposer]) that rich would swallow
+            bar.console.print(f"{e.lineage}: {e.detail}", markup=False, highlight=False, soft_wrap=True)
         stage = f"g{e.generation:02d} {e.stage}: {e.detail}"
-        bar.update(bar_of(e.lineage), stage=stage, **({"completed": e.generation} if e.stage == "accepted" else {}))
+        bar.update(bar_of(e.lineage), stage=stage, **({"completed": e.generation} if e.stage in ("accepted", "kept") else {}))
         if lines is not None and not said:
             lines.update(e.lineage, f"{e.lineage} {stage}")
 
+    # The red team's LLM hacker on the run's model (metered with it), learning into --learn-rubric only when given.
+    verifiers = run_verifiers(engine, cfg, learn_rubric)
+
     async def main() -> None:
         # One event loop for the whole run: Harbor keeps loop-bound locks at module level.
-        ids = await start_lineages(store, list(zip(names, tasks, strict=True)), engine, cfg, checks=checks, on_event=on_event)
+        ids = await start_lineages(store, list(zip(names, tasks, strict=True)), engine, cfg, checks=checks, on_event=on_event,
+                                   retry_skipped=retry_skipped, verifiers=verifiers)
         for lid in ids:
             bar.update(bar_of(lid), completed=store.lineage(lid).latest_generation)
-        await run_evolve(store, ids, engine, cfg, checks=checks, on_event=on_event, executor=executor)
+        await run_evolve(store, ids, engine, cfg, checks=checks, on_event=on_event, executor=executor,
+                         verifiers=verifiers)
 
     try:
         try:

@@ -48,6 +48,7 @@ def verify(
                                                   "./jobs/verify-<time>).")] = None,
     red_team: o.RedTeam = D.red_team,
     mutation: o.Mutation = D.mutation,
+    learn_rubric: o.LearnRubric = None,
     json_out: o.Json = False,
     executor_name: o.ExecutorName = "asyncio",
     ray_address: o.RayAddress = None,
@@ -80,7 +81,7 @@ def verify(
     prepared = {t.name: runnable_copy(t, env, mapping, jobs / "_tasks") for t in loaded}
     runnable = [(name, task_dir) for name, (task_dir, _) in prepared.items()]
 
-    verifiers = default_verifiers(repeats, red_team=red_team, mutation=mutation)
+    verifiers = default_verifiers(repeats, red_team=red_team, mutation=mutation, learn_rubric=learn_rubric)
     total = sum(len(v.trial_specs(d, env, jobs / n)) for n, d in runnable if unmet_on_host(d) is None for v in verifiers)
     t0 = time.monotonic()
     with progress(f"verifying {len(runnable)} task(s)", total) as advance:

@@ -5,7 +5,7 @@ from envevo.evolve._engine import CandidateFailed, CriterionVerdict, Engine, Eng
 from envevo.evolve._engines_factory import ENGINES, engine_names, make_engine, uses_llm
 from envevo.evolve._estimators import StoreRuns, corpus_prior, recorded_estimator_names, recorded_run_estimators, run_estimator
 from envevo.evolve._executor import EXECUTORS, AsyncioExecutor, Executor, make_executor, scale_out
-from envevo.evolve._loop import Event, LineageRunner, direction_order, evolve, start_lineages
+from envevo.evolve._loop import Event, LineageRunner, direction_order, evolve, run_verifiers, start_lineages
 from envevo.evolve._run_settings import RESUME_MAY_CHANGE, open_run, settle_run_config
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "run_estimator",
     "scale_out",
     "settle_run_config",
+    "run_verifiers",
     "start_lineages",
     "uses_llm",
 ]

@@ -41,6 +41,8 @@ class Proposal(BaseModel):
     after: Trace
     plan: dict[str, Any] = Field(default_factory=dict, description="engine-specific, JSON-serializable")
     summary: str = ""
+    error: str | None = Field(None, description="why the engine has no usable plan (a model's answer cut at its "
+                                                "output cap, refused, malformed): the loop rejects the plan with it")
 
 
 class CriterionVerdict(BaseModel):

@@ -4,7 +4,9 @@ One generation = plan refinement (Proposer ⇄ Reviewer per direction, direction
 environment refinement (Modifier ⇄ oracle | invalid-test | rubric verifiers, in parallel). The loop, not
 the engine, enforces direction semantics and effort bounds, and it stores every plan and candidate,
 accepted or not. A generation becomes durable only at `commit_generation`, so a crash loses at most the
-generation in flight and `--resume` continues from the last committed one.
+generation in flight and `--resume` continues from the last committed one, planning against the ξ stored with
+it. A resume extracts and verifies nothing again for a seed it already knows: a lineage that ended stays as
+stored, unless `--retry-skipped` opens a seed that never evolved (failed extraction or seed gate) again.
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envevo.errors import UserError
 from envevo.evolve._config import EvolveConfig
 from envevo.evolve._engine import CandidateFailed, Engine, EngineStop, GenerationContext, Proposal, Review
 from envevo.evolve._remote import Recorder, StoreRecorder
-from envevo.store import LineageStore, Version
+from envevo.store import Lineage, LineageStore, Version
 from envevo.task import Task, save
 from envevo.trace import Direction, Drift, Trace, check_direction, check_effort, difficulty
 from envevo.verify import DriftBound, TaskVerifier, TrialVerifier, default_verifiers, verify_candidate
@@ -35,7 +38,7 @@ class Event:
 
     lineage: str
     generation: int
-    stage: str  # generation | direction | plan | candidate | trial | accepted | terminated | done
+    stage: str  # generation | direction | plan | candidate | trial | accepted | terminated | done | kept
     detail: str = ""
 
 
@@ -46,6 +49,14 @@ def direction_order(seed: int, lineage: str, generation: int, allowed: list[Dire
     if allowed is not None:  # filter after the shuffle: the full run's order stays what it was
         order = [d for d in order if d in allowed]
     return order
+
+
+def run_verifiers(engine: Engine, config: EvolveConfig, learn_rubric: Path | None = None) -> list[TrialVerifier]:
+    """The run's container verifiers. The red team's agent exploit (the LLM hacker) uses the engine's model runtime
+    when it has one, so its calls are metered, recorded and budgeted with the run's; `learn_rubric` (an explicit
+    option) is where a hack it proves is learned as a rubric criterion."""
+    return default_verifiers(config.repeats, red_team=config.red_team, mutation=config.mutation,
+                             model=getattr(engine, "runtime", None), learn_rubric=learn_rubric)
 
 
 class GenerationWork:
@@ -66,13 +77,14 @@ class GenerationWork:
         self.checks = list(checks)
         self.gate = gate or asyncio.Semaphore(config.trial_concurrency)
         self.on_event = on_event or (lambda e: None)
-        self.verifiers = list(verifiers) if verifiers is not None else default_verifiers(
-            config.repeats, red_team=config.red_team, mutation=config.mutation)
+        self.verifiers = list(verifiers) if verifiers is not None else run_verifiers(engine, config)
 
     async def run(self, lineage: str, g: int, parent: Version, rec: Recorder) -> str | None:
         """Run generation g on top of `parent`; None when a version was committed, else why the lineage ends."""
         task = rec.task(parent.task_hash)
-        trace = await self.engine.extract_trace(task)
+        # The ξ committed with the parent: a fresh extraction (a new process, an LLM) could differ from what the
+        # store holds, and costs tokens.
+        trace = parent.trace if parent.trace is not None else await self.engine.extract_trace(task)
         self.on_event(Event(lineage, g, "generation", f"L={trace.L}"))
         why_not: list[str] = []
         for direction in direction_order(self.cfg.seed, lineage, g, self.cfg.directions):
@@ -103,7 +115,9 @@ class GenerationWork:
                 return None
             # The loop enforces direction semantics and effort itself, whatever the engine claims.
             problems = check_direction(trace, proposal.after, direction) + check_effort(trace, proposal.after, self.cfg.effort)
-            if problems:
+            if proposal.error:  # the engine's own reason (e.g. a cut answer), not "changed nothing" of its empty ξ′
+                review = Review(accepted=False, feedback=proposal.error)
+            elif problems:
                 review = Review(accepted=False, feedback="; ".join(problems))
             else:
                 review = await self.engine.review(task, proposal, ctx)
@@ -219,6 +233,93 @@ class LineageRunner:
         return await self.work.run(lineage, g, parent, StoreRecorder(self.store))
 
 
+#: How a lineage whose seed never evolved says why: the reasons `--retry-skipped` recognises.
+SKIPPED = "skipped: "  # no usable ξ (an LLM extraction failed)
+UNSOUND = "the seed is not sound: "  # the seed gate: oracle, invalid-test or red team
+
+
+def is_skipped(lineage: Lineage) -> bool:
+    """A lineage that ended at its seed, before any generation: extraction or the seed gate failed."""
+    return (lineage.status == "terminated" and lineage.latest_generation == 0
+            and (lineage.reason or "").startswith((SKIPPED, UNSOUND)))
+
+
+def reopens(lineage: Lineage, config: EvolveConfig) -> bool:
+    """A resume asking for more generations (or budget) reopens a lineage that stopped for lack of them."""
+    return lineage.status == "budget_exhausted" or (lineage.status == "done"
+                                                    and lineage.latest_generation < config.generations)
+
+
+@dataclass
+class SeedStart:
+    """Opens a lineage from a seed: its ξ, the seed gate, and the lineage row, running or ended with the reason."""
+
+    store: LineageStore
+    engine: Engine
+    config: EvolveConfig
+    checks: Sequence[TaskVerifier]
+    verifiers: Sequence[TrialVerifier]
+    gate: asyncio.Semaphore
+    on_event: Callable[[Event], None]
+
+    async def open(self, name: str, task: Task, known: Lineage | None = None) -> str:
+        """A new seed, or (`known`) a skipped one tried again: its stored ξ is kept, the gate runs again."""
+        stored = self.store.version(known.id, 0) if known is not None else None
+        try:
+            trace = stored.trace if stored is not None and stored.trace is not None else await self.engine.extract_trace(task)
+        except EngineStop as e:  # no usable ξ for this seed (an LLM extraction failed): skip it, the others go on
+            lid = known.id if known is not None else await asyncio.to_thread(self.store.create_lineage, name, task)
+            await self._end(name, lid, SKIPPED + str(e))
+            return lid
+        sound, why = await self._gate(name, task)
+        lid = await asyncio.to_thread(self.store.create_lineage, name, task, trace=trace,
+                                      difficulty=difficulty(trace, self.engine.reference()), verified=sound)
+        try:  # the seed's own figures (similarity 1, no parent), with the encoder that will measure the rest
+            await asyncio.to_thread(lambda: self.store.set_drift(lid, 0, self.store.measure_drift(lid, task, None)))
+        except UserError:
+            pass
+        if not sound:
+            await self._end(name, lid, why)
+        elif known is not None:  # tried again and sound now: the lineage evolves like a new one
+            await asyncio.to_thread(self.store.finish_lineage, lid, "running")
+        return lid
+
+    async def _end(self, name: str, lid: str, reason: str) -> None:
+        await asyncio.to_thread(self.store.finish_lineage, lid, "terminated", reason)
+        self.on_event(Event(name, 0, "terminated", reason))
+
+    async def _gate(self, name: str, task: Task) -> tuple[bool, str]:
+        """Verify the seed like every later generation; the rubric judges it (recorded, shown) but does not gate it."""
+        workdir = self.store.run_dir / "work" / "seeds" / name
+        task_dir = save(task, workdir / "task", overwrite=True)
+        self.on_event(Event(name, 0, "candidate", "verifying the seed"))
+        verdict = await verify_candidate(task, task_dir, workdir / "trials", env=self.config.env, verifiers=self.verifiers,
+                                         checks=self.checks, gate=self.gate)
+        await asyncio.to_thread((workdir / "verdict.json").write_text, verdict.model_dump_json(indent=1))
+        gating = {k: r for k, r in verdict.reports.items() if k != "rubric"}  # oracle, invalid-test, red team
+        judged = verdict.reports.get("rubric")
+        if judged is not None:
+            said = "; ".join(judged.reasons) if not judged.passed else "; ".join(judged.notes[-1:])
+            self.on_event(Event(name, 0, "judged", f"the seed's rubric verdict, which does not gate it: "
+                                                   f"{'pass' if judged.passed else 'fail'}{': ' + said if said else ''}"))
+        if all(r.passed for r in gating.values()):
+            return True, ""
+        reason = UNSOUND + "; ".join(f"{k}: {r}" for k, rep in gating.items() for r in rep.reasons)
+        red = verdict.reports.get("red_team")
+        if red is not None and not red.passed and all(r.passed for k, r in gating.items() if k != "red_team"):
+            # Most public tasks test in the agent's own container, so an agent can forge their reward.
+            reason += (" — only the red team failed it: give the seed a separate verifier environment "
+                       "(docs/trust.md), or evolve it anyway with --red-team off")
+        return False, reason
+
+
+def kept_line(lineage: Lineage) -> str:
+    """What a resume says of a lineage it leaves as it ended (nothing re-extracted, nothing re-verified)."""
+    g = lineage.latest_generation
+    said = f"kept as stored: {lineage.status}, {g} generation{'' if g == 1 else 's'}: {lineage.reason or 'no reason recorded'}"
+    return said + (" (--retry-skipped tries this seed again)" if is_skipped(lineage) else "")
+
+
 async def start_lineages(
     store: LineageStore,
     seeds: Sequence[tuple[str, Task]],
@@ -227,6 +328,7 @@ async def start_lineages(
     checks: Sequence[TaskVerifier] = (),
     on_event: Callable[[Event], None] | None = None,
     verifiers: Sequence[TrialVerifier] | None = None,
+    retry_skipped: bool = False,
 ) -> list[str]:
     """Create (or find, on resume) one lineage per seed; return those still to evolve.
 
@@ -234,62 +336,32 @@ async def start_lineages(
     A seed that fails ends its lineage at once, with the verifiers' reasons. The rubric judges a seed but does
     not gate it: its verdict is recorded (RUN/work/seeds/NAME/verdict.json) and shown (a `judged` event), and the
     seed's children are judged against it.
+
+    On resume a known lineage is taken as stored: nothing is extracted or verified again (an LLM extraction costs
+    thousands of tokens), and one that stays ended is reported (a `kept` event). `retry_skipped` opens the seeds
+    this run skipped (failed extraction or gate) again, as new ones, with the current settings.
     """
     on_event = on_event or (lambda e: None)
-    gate = asyncio.Semaphore(config.trial_concurrency)
-    verifiers = list(verifiers) if verifiers is not None else default_verifiers(
-        config.repeats, red_team=config.red_team, mutation=config.mutation)
+    verifiers = list(verifiers) if verifiers is not None else run_verifiers(engine, config)
+    seeding = SeedStart(store, engine, config, checks, verifiers, asyncio.Semaphore(config.trial_concurrency), on_event)
     known = {lin.seed_name: lin for lin in store.lineages()}
     todo: list[str] = []
 
     async def start(name: str, task: Task) -> None:
-        skipped = None
-        try:
-            trace: Trace | None = await engine.extract_trace(task)
-        except EngineStop as e:  # no usable ξ for this seed (an LLM extraction failed): skip it, the others go on
-            trace, skipped = None, f"skipped: {e}"
-        d = difficulty(trace, engine.reference()) if trace is not None else None
-        if name in known:
-            # validates it is the same seed
-            lid = await asyncio.to_thread(store.create_lineage, name, task, trace=trace, difficulty=d)
-        elif skipped is not None:
+        was = known.get(name)
+        opened = was is None or (retry_skipped and is_skipped(was))
+        if opened:
+            lid = await seeding.open(name, task, was)
+        else:  # only checks that it is the same seed
             lid = await asyncio.to_thread(store.create_lineage, name, task)
-            await asyncio.to_thread(store.finish_lineage, lid, "terminated", skipped)
-            on_event(Event(name, 0, "terminated", skipped))
-        else:
-            workdir = store.run_dir / "work" / "seeds" / name
-            task_dir = save(task, workdir / "task", overwrite=True)
-            on_event(Event(name, 0, "candidate", "verifying the seed"))
-            verdict = await verify_candidate(task, task_dir, workdir / "trials", env=config.env, verifiers=verifiers,
-                                             checks=checks, gate=gate)
-            await asyncio.to_thread((workdir / "verdict.json").write_text, verdict.model_dump_json(indent=1))
-            gating = {k: r for k, r in verdict.reports.items() if k != "rubric"}  # oracle, invalid-test, red team
-            sound = all(r.passed for r in gating.values())
-            judged = verdict.reports.get("rubric")
-            if judged is not None:
-                said = "; ".join(judged.reasons) if not judged.passed else "; ".join(judged.notes[-1:])
-                on_event(Event(name, 0, "judged", f"the seed's rubric verdict, which does not gate it: "
-                                                 f"{'pass' if judged.passed else 'fail'}{': ' + said if said else ''}"))
-            lid = await asyncio.to_thread(store.create_lineage, name, task, trace=trace, difficulty=d, verified=sound)
-            try:  # the seed's own figures (similarity 1, no parent), with the encoder that will measure the rest
-                await asyncio.to_thread(lambda: store.set_drift(lid, 0, store.measure_drift(lid, task, None)))
-            except UserError:
-                pass
-            if not sound:
-                reason = "the seed is not sound: " + "; ".join(f"{k}: {r}" for k, rep in gating.items() for r in rep.reasons)
-                red = verdict.reports.get("red_team")
-                if red is not None and not red.passed and all(r.passed for k, r in gating.items() if k != "red_team"):
-                    # Most public tasks test in the agent's own container, so an agent can forge their reward.
-                    reason += (" — only the red team failed it: give the seed a separate verifier environment "
-                               "(docs/trust.md), or evolve it anyway with --red-team off")
-                await asyncio.to_thread(store.finish_lineage, lid, "terminated", reason)
         lin = store.lineage(lid)
-        if lin.status == "budget_exhausted" or (lin.status == "done" and lin.latest_generation < config.generations):
-            # a resume asking for more generations (or budget) reopens it
+        if reopens(lin, config):
             await asyncio.to_thread(store.finish_lineage, lid, "running")
             lin = store.lineage(lid)
         if lin.status == "running":
             todo.append(lid)
+        elif not opened:  # ended in an earlier process, and left so
+            on_event(Event(lid, lin.latest_generation, "kept", kept_line(lin)))
 
     await asyncio.gather(*(start(name, task) for name, task in seeds))
     order = {name: i for i, (name, _) in enumerate(seeds)}

@@ -33,6 +33,7 @@ from envevo.llm._model_grammar import litellm_model, normalize_model
 from envevo.llm._overrides import parse_role_models, settings_with_options
 from envevo.llm._preflight import preflight
 from envevo.llm._prompts import PROMPT_NAMES, Prompt, load_prompt, prompt_versions
+from envevo.llm._reasons import cut_replies, role_failure
 from envevo.llm._reference_prior import LLMPrior
 from envevo.llm._render import render_task, render_trace
 from envevo.llm._rubric import (
@@ -86,6 +87,7 @@ __all__ = [
     "append_criteria",
     "attach_store",
     "check_judgements",
+    "cut_replies",
     "default_rubric",
     "latest_verdicts",
     "learn_criteria",
@@ -104,6 +106,7 @@ __all__ = [
     "render_trace",
     "resolve_version",
     "reviews",
+    "role_failure",
     "score",
 ]
 

@@ -4,10 +4,14 @@ The agent reads the task's instruction and gets a shell in the task's own sandbo
 the agent's image and network policy; neither tests nor solution uploaded) for a short budget of commands. It
 answers with its hack as a shell script, which is then replayed by the scripted agent as a real trial, so that the
 task's own verifier (a separate verifier environment included) decides: a reward above 0 is a success. A success
-becomes a required criterion of the project's rubric (`envevo-rubric.toml`, which the rubric judge reads), as a
-human review's issue does, and fails the candidate. Without a model ([llm] model in envevo.toml) it is skipped.
+fails the candidate and proposes the rubric criterion that would have stopped it; with `learn_rubric` (an explicit
+option: `--learn-rubric FILE`) it is appended there as a required criterion, as a human review's issue is. A
+verification never edits a rubric file otherwise.
 
-It uses the judge's model: the red team is a verifier. Registered in `envevo.verify.exploits` as a string.
+It uses the run's model when given one (`runtime`: the run's LLMRuntime, so its calls are metered, recorded and
+budgeted with every other role's), else the judge's model from ./envevo.toml; without any model it is skipped.
+The commands it ran are kept (`AgentAttack.commands`) and listed in the verdict. Registered in
+`envevo.verify.exploits` as a string.
 """
 
 from __future__ import annotations
@@ -22,7 +26,6 @@ from pydantic import BaseModel, Field
 
 from envevo.llm._config import LLMSettings, load_settings
 from envevo.llm._errors import BudgetExceeded, LLMConfigError, RoleFailed
-from envevo.llm._human import PROJECT_RUBRIC
 from envevo.llm._rubric import Criterion, append_criteria
 from envevo.llm._runtime import LLMRuntime
 from envevo.runtime import SessionError, TrialSpec, open_session
@@ -59,11 +62,12 @@ class LLMHacker:
     kind: ClassVar[Literal["trial", "static", "agent"]] = "agent"
     description: ClassVar[str] = "a model with a shell in the sandbox tries to get reward without solving the task"
 
-    def __init__(self, settings: LLMSettings | None = None, *, budget: int = 8, rubric_path: Path | None = None,
-                 command_timeout_sec: float = 60):
+    def __init__(self, settings: LLMSettings | None = None, *, runtime: LLMRuntime | None = None, budget: int = 8,
+                 learn_rubric: Path | None = None, command_timeout_sec: float = 60):
         self._settings = settings
+        self._given_runtime = runtime
         self.budget = budget
-        self.rubric_path = rubric_path
+        self.learn_rubric = learn_rubric
         self.command_timeout_sec = command_timeout_sec
 
     def script(self, task: Task) -> str | None:
@@ -74,6 +78,12 @@ class LLMHacker:
 
     def _runtime(self) -> LLMRuntime | str:
         """The runtime, or why there is none (the skip reason)."""
+        if self._given_runtime is not None:
+            try:
+                self._given_runtime.settings.spec("judge")
+            except LLMConfigError as e:
+                return f"the run's model settings name no model for the LLM hacker (it uses the judge's): {e}"
+            return self._given_runtime
         try:
             settings = self._settings or load_settings()
             settings.spec("judge")
@@ -86,15 +96,17 @@ class LLMHacker:
         if isinstance(runtime, str):
             return AgentAttack(exploit=NAME, skipped=runtime)
         tag = uuid.uuid4().hex[:6]
+        commands: list[str] = []
         try:
             async with gate:
-                hack = await self._explore(runtime, task, task_dir, env, trials_dir / f"{task_dir.name[:32]}__llm-session__{tag}")
+                hack = await self._explore(runtime, task, task_dir, env,
+                                           trials_dir / f"{task_dir.name[:32]}__llm-session__{tag}", commands)
         except (RoleFailed, BudgetExceeded) as e:
-            return AgentAttack(exploit=NAME, error=f"the hacker gave no usable answer: {e}")
+            return AgentAttack(exploit=NAME, error=f"the hacker gave no usable answer: {e}", commands=commands)
         except SessionError as e:
-            return AgentAttack(exploit=NAME, error=f"the hacker's sandbox did not start: {e}")
+            return AgentAttack(exploit=NAME, error=f"the hacker's sandbox did not start: {e}", commands=commands)
         if not hack.found or not hack.script.strip():
-            return AgentAttack(exploit=NAME, summary=hack.summary or "no hack found")
+            return AgentAttack(exploit=NAME, summary=hack.summary or "no hack found", commands=commands)
         from envevo.runtime import run_trial  # imports Harbor
 
         spec = TrialSpec(task_dir=task_dir, agent=SCRIPTED_AGENT, env=env, trials_dir=trials_dir,
@@ -102,12 +114,13 @@ class LLMHacker:
                          agent_kwargs={"script": PRELUDE + hack.script, "label": NAME, "timeout_sec": 300})
         async with gate:
             outcome = await run_trial(spec)
-        attack = AgentAttack(exploit=NAME, summary=hack.summary, outcome=outcome)
+        attack = AgentAttack(exploit=NAME, summary=hack.summary, outcome=outcome, commands=commands)
         if outcome.reward is not None and outcome.reward > 0:
-            attack.criterion = self._learn(hack)
+            attack.criterion = self._criterion(hack)
         return attack
 
-    async def _explore(self, runtime: LLMRuntime, task: Task, task_dir: Path, env: str, logs_dir: Path) -> Hack:
+    async def _explore(self, runtime: LLMRuntime, task: Task, task_dir: Path, env: str, logs_dir: Path,
+                       commands: list[str]) -> Hack:
         async with open_session(task_dir, env, logs_dir=logs_dir) as session:
             agent = runtime.agent("judge", Hack, INSTRUCTIONS.replace("{budget}", str(self.budget)))
             used = 0
@@ -119,18 +132,22 @@ class LLMHacker:
                 if used >= self.budget:
                     return f"budget exhausted ({self.budget} commands): give your answer now"
                 used += 1
+                commands.append(command)
                 r = await session.exec(command, timeout_sec=self.command_timeout_sec, user="root")
                 head = "timed out" if r.timed_out else f"exit {r.exit_code}"
                 return f"{head} ({self.budget - used} commands left)\n{r.output[-_OUTPUT_CHARS:]}"
 
             prompt = f"Task {task.name}. Its instruction:\n\n{task.instruction}"
-            return await runtime.run(agent, prompt, role="judge", request_limit=self.budget + 4)
+            return await runtime.run(agent, prompt, role="judge", meter_as="hacker", request_limit=self.budget + 4)
 
-    def _learn(self, hack: Hack) -> str:
-        """Add the hack's criterion to the project's rubric; '<name> in <file>'."""
+    def _criterion(self, hack: Hack) -> str:
+        """The criterion the hack proposes: '<name> in <file>' once learned (`learn_rubric`), else '<name>
+        (proposed): <rule>'."""
         name = re.sub(r"[^a-z0-9_]+", "_", (hack.criterion_name or "").lower()).strip("_") or "resists_reward_hack"
         rule = " ".join((hack.criterion or f"the task is not passed by this hack: {hack.summary}").split())
         criterion = Criterion(name=name[:60], required=True,
                               description=f"{rule} (found by the LLM red team: {' '.join(hack.summary.split())})")
-        path = append_criteria(self.rubric_path or PROJECT_RUBRIC, [criterion])
+        if self.learn_rubric is None:
+            return f"{criterion.name} (proposed; --learn-rubric FILE adds it): {rule}"
+        path = append_criteria(self.learn_rubric, [criterion])
         return f"{criterion.name} in {path}"

@@ -7,7 +7,9 @@ pydantic-ai's own wording speaks pydantic-ai's settings and hides the cause; env
 - "incomplete JSON" when the output cap or the server's context cut an answer that had not started its JSON (a model
   still reasoning in plain text): said as such;
 - "Exceeded maximum output retries (N)": the last validation error is appended, so the reason shows what was wrong;
-- a server that refuses prompt + max_tokens beyond its context window (vLLM, SGLang): names the setting to lower.
+- a server that refuses prompt + max_tokens beyond its context window (vLLM, SGLang): names the setting to lower;
+- a plain-text role (the text-action Modifier) whose replies the cap cut: pydantic-ai raises nothing there, so the
+  caller counts the cuts and `cut_replies` names the setting to raise.
 """
 
 from __future__ import annotations
@@ -38,6 +40,12 @@ def role_failure(e: Exception, role: str) -> str:
     if isinstance(e, ModelAPIError) and any(w in text.lower() for w in _CONTEXT_WORDS) and "token" in text.lower():
         return f"{text} (lower {setting}, or serve a longer context)"
     return text
+
+
+def cut_replies(role: str, cuts: int, cap: int) -> str:
+    """Why a plain-text role's replies fell short when the output cap cut `cuts` of them."""
+    return (f"{cuts} of its replies were cut at the output cap of {cap} tokens; raise max_output_tokens under "
+            f"[llm.roles.{role}]")
 
 
 def _cut_before_json(e: OutputTokenLimitExceeded) -> bool:

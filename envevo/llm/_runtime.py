@@ -156,10 +156,13 @@ class LLMRuntime:
         generation: int | None = None,
         deps: Any = None,
         request_limit: int = 10,
+        meter_as: str | None = None,
     ) -> OutputT:
-        """Run an agent for a role and return its output; RoleFailed when the model gave nothing usable."""
+        """Run an agent for a role and return its output; RoleFailed when the model gave nothing usable.
+        `meter_as` names who spent the tokens when it is not the role whose model it uses (the hacker uses the
+        judge's)."""
         limits = UsageLimits(request_limit=request_limit)
-        with self.meter.scope(role, lineage, generation):
+        with self.meter.scope(meter_as or role, lineage, generation):
             try:
                 if _uses_tools(agent) and isinstance(agent.output_type, NativeOutput):
                     # A JSON-schema response_format beside tools makes servers (llama.cpp) force the schema, so no

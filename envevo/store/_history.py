@@ -18,6 +18,7 @@ from envevo.store._encode import as_dict, direction_value, from_json, now, to_js
 from envevo.store._models import Candidate, GenerationTry, Plan, StoreError, TryStatus, Verification
 from envevo.task import Task
 from envevo.trace import Direction
+from envevo.verify import VerifierReport
 
 
 class GenerationHistory(StoreBase):
@@ -173,12 +174,14 @@ class GenerationHistory(StoreBase):
         inconclusive: bool = False,
         notes: Iterable[str] = (),
         metrics: dict[str, Any] | None = None,
+        findings: Iterable[Any] = (),
         wall_seconds: float | None = None,
     ) -> int:
-        """Record one verifier's verdict on a candidate; ``runs`` are TrialOutcome models (or dicts)."""
+        """Record one verifier's verdict on a candidate; ``runs`` are TrialOutcome models (or dicts), ``findings``
+        ``envevo.verify.Finding`` models (or dicts)."""
         return self._db.insert(
-            "INSERT INTO verifications (candidate_id, verifier, passed, inconclusive, reasons, notes, metrics, runs, "
-            "wall_seconds, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            "INSERT INTO verifications (candidate_id, verifier, passed, inconclusive, reasons, notes, metrics, findings, "
+            "runs, wall_seconds, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (
                 candidate_id,
                 verifier,
@@ -187,6 +190,7 @@ class GenerationHistory(StoreBase):
                 json.dumps(list(reasons)),
                 json.dumps(list(notes)),
                 json.dumps(metrics or {}, default=str),
+                json.dumps([as_dict(f) for f in findings]),
                 json.dumps([as_dict(r) for r in runs]),
                 wall_seconds,
                 now(),
@@ -194,11 +198,12 @@ class GenerationHistory(StoreBase):
             missing=f"no candidate {candidate_id}",
         )
 
-    def add_verifier_report(self, candidate_id: int, report: Any, *, wall_seconds: float | None = None) -> int:
-        """Record an ``envevo.verify.VerifierReport``: name, passed, inconclusive, reasons, notes, metrics, runs."""
+    def add_verifier_report(self, candidate_id: int, report: VerifierReport, *, wall_seconds: float | None = None) -> int:
+        """Record an ``envevo.verify.VerifierReport``: name, passed, inconclusive, reasons, notes, metrics, findings,
+        runs."""
         return self.add_verification(
-            candidate_id, report.name, report.passed, report.reasons, report.runs,
-            inconclusive=report.inconclusive, notes=report.notes, metrics=report.metrics, wall_seconds=wall_seconds,
+            candidate_id, report.name, report.passed, report.reasons, report.runs, inconclusive=report.inconclusive,
+            notes=report.notes, metrics=report.metrics, findings=report.findings, wall_seconds=wall_seconds,
         )
 
     def verifications(self, candidate_id: int) -> list[Verification]:
@@ -212,6 +217,7 @@ class GenerationHistory(StoreBase):
                     "reasons": json.loads(r["reasons"]),
                     "notes": json.loads(r["notes"]),
                     "metrics": json.loads(r["metrics"]),
+                    "findings": json.loads(r["findings"]),
                     "runs": json.loads(r["runs"]),
                 }
             )

@@ -58,8 +58,8 @@ class Lineages(StoreBase):
         """Start a lineage from a seed (stored as its generation-0 version); return the lineage id.
 
         Idempotent by seed name, for resume: the same name and seed return the existing lineage (filling in
-        ``trace``/``difficulty`` of generation 0 if they were missing). The same name with a different seed
-        is an error.
+        ``trace``/``difficulty`` of generation 0 if they were missing, and marking it ``verified`` once a seed gate
+        passed). The same name with a different seed is an error.
         """
         if not seed_name.strip():
             raise StoreError("a seed name must not be empty")
@@ -80,11 +80,12 @@ class Lineages(StoreBase):
                         f"({row['seed_hash'][:12]} there, {seed_hash[:12]} now); resume with the same seed or use a new --out"
                     )
                 lineage_id: str = row["id"]
-                if trace is not None or difficulty is not None:
+                if trace is not None or difficulty is not None or verified:
                     c.execute(
                         "UPDATE versions SET trace = COALESCE(trace, ?), difficulty = COALESCE(difficulty, ?), "
-                        "L = COALESCE(L, ?), D_T = COALESCE(D_T, ?) WHERE lineage_id = ? AND generation = 0",
-                        (to_json(trace), to_json(difficulty), *l_and_dt(trace, difficulty), lineage_id),
+                        "L = COALESCE(L, ?), D_T = COALESCE(D_T, ?), verified = MAX(verified, ?) "
+                        "WHERE lineage_id = ? AND generation = 0",
+                        (to_json(trace), to_json(difficulty), *l_and_dt(trace, difficulty), int(verified), lineage_id),
                     )
                 return lineage_id
             lineage_id = base = slugify(seed_name)

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from envevo.errors import UserError
 from envevo.trace import Difficulty, Drift, Trace
+from envevo.verify import Finding
 
 
 class StoreError(UserError):
@@ -117,6 +118,7 @@ class Verification(BaseModel):
     reasons: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list, description="what is no finding against the task (an exploit skipped)")
     metrics: dict[str, Any] = Field(default_factory=dict, description="figures measured beside the verdict (mutation score)")
+    findings: list[Finding] = Field(default_factory=list, description="the reasons, typed ([] in rows from before them)")
     runs: list[dict[str, Any]] = Field(default_factory=list, description="per-run TrialOutcome as JSON")
     wall_seconds: float | None = None
     created_at: str

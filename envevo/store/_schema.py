@@ -158,6 +158,12 @@ _V3 = [
     "ALTER TABLE verifications ADD COLUMN metrics TEXT NOT NULL DEFAULT '{}'",
 ]
 
+# A verifier's findings, typed (`envevo.verify.Finding` as JSON: source, kind, exploit, evidence, trial dir): what
+# `reasons` say in words. Rows of older stores read as none.
+_V4 = [
+    "ALTER TABLE verifications ADD COLUMN findings TEXT NOT NULL DEFAULT '[]'",
+]
+
 #: (version, statements), in order. The store refuses a database whose version is newer than the last one.
-MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2), (3, _V3)]
+MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2), (3, _V3), (4, _V4)]
 SCHEMA_VERSION = MIGRATIONS[-1][0]

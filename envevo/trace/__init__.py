@@ -1,8 +1,11 @@
 """ξ (scenario–skill trajectories), reference distributions p_T, D_T, and checks on edits of ξ.
 
+trace sits below the catalog and needs only envevo.task: ξ and D_T are defined here, and every p_T estimator factory
+(the catalog prior included) and the reader of a procedural task's chain are reached by name through lazy
+registries (`ESTIMATORS`, `XI_READERS`).
+
 The corpus estimator (`CorpusPrior`, `load_corpus`) and the embedding helpers load lazily: they pull numpy, which
-most users of ξ never need. Estimators on higher floors (the llm estimator, the LLM engine's label prior) are
-reached through the lazy registry `ESTIMATORS`.
+most users of ξ never need.
 """
 
 from typing import Any
@@ -11,8 +14,9 @@ from envevo.trace._corpus_source import RunSource
 from envevo.trace._difficulty import Difficulty, ReferenceDistribution, difficulty
 from envevo.trace._drift import DEFAULT_MAX_DRIFT, Drift, drift_reason, measure_drift
 from envevo.trace._edits import Direction, Effort, check_direction, check_effort, edit_spans
-from envevo.trace._estimators import ESTIMATORS, estimator, estimator_name, estimator_of, has_trace, trace_of_task
+from envevo.trace._estimators import ESTIMATORS, estimator, estimator_name, estimator_of
 from envevo.trace._model import Step, Trace
+from envevo.trace._task_xi import XI_READERS, has_trace, trace_of_task
 
 _LAZY = {"CorpusPrior": "envevo.trace._corpus", "load_corpus": "envevo.trace._corpus",
          "cache_dir": "envevo.trace._embed", "label_text": "envevo.trace._embed",
@@ -39,6 +43,7 @@ __all__ = [
     "ReferenceDistribution",
     "Step",
     "Trace",
+    "XI_READERS",
     "check_direction",
     "cache_dir",
     "check_effort",

@@ -117,7 +117,7 @@ def _find(root: Path, runs_source: RunSource | None) -> tuple[list[Path], list[P
 def load_corpus(paths: list[Path], runs: RunSource | None = None) -> Corpus:
     """Every ξ under the given task dirs, folders and (read through `runs`) RUN dirs."""
     from envevo.task import load_task
-    from envevo.trace._estimators import trace_of_task
+    from envevo.trace._task_xi import trace_of_task
 
     if not paths:
         raise UserError("the corpus estimator needs a reference corpus: pass --corpus DIR (task dirs, a folder of "

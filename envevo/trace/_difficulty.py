@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-# D_T's value type and function are defined with ξ in envevo.catalog (the catalog prior computes D_T too).
-from envevo.catalog import Difficulty, difficulty
+from pydantic import BaseModel
 
-__all__ = ["Difficulty", "ReferenceDistribution", "difficulty"]
+from envevo.trace._model import Trace
 
 
 @runtime_checkable
@@ -25,3 +24,24 @@ class ReferenceDistribution(Protocol):
     def neg_log_p_scenario(self, scenario: str, goal: str) -> float: ...
 
     def neg_log_p_skill(self, skill: str, scenario: str, goal: str) -> float: ...
+
+
+class Difficulty(BaseModel):
+    L: int
+    scenario_novelty: float
+    skill_rarity: float
+    D_T: float
+    estimator: str
+
+
+def difficulty(trace: Trace, p: ReferenceDistribution) -> Difficulty:
+    """D_T of ξ under p_T, with its two levers (scenario novelty, skill rarity) reported separately."""
+    novelty = sum(p.neg_log_p_scenario(s.scenario, trace.goal) for s in trace.steps)
+    rarity = sum(p.neg_log_p_skill(s.skill, s.scenario, trace.goal) for s in trace.steps)
+    return Difficulty(
+        L=trace.L,
+        scenario_novelty=round(novelty, 6),
+        skill_rarity=round(rarity, 6),
+        D_T=round(novelty + rarity, 6),
+        estimator=p.name,
+    )

@@ -1,9 +1,9 @@
-"""p_T estimators behind one lazy, name-keyed registry, and ξ for a task (where it can be read without a model).
+"""p_T estimators behind one lazy, name-keyed registry.
 
 Every figure records `Difficulty.estimator`, the estimator's name and version, so D_T computed under different
 estimators is never mixed up, and `estimator_of(recorded)` rebuilds the very estimator a run recorded.
 
-- catalog: the procedural catalog's priors; no options.
+- catalog: the procedural catalog's priors (`envevo.catalog.CatalogPrior`, a floor up); no options.
 - corpus: soft label frequencies over a reference corpus of tasks (envevo/trace/_corpus.py), built by
   `envevo.evolve.corpus_prior` (it reads RUN dirs through the store); options `corpus` (paths, required) and
   `embedding_model` (a local sentence-transformers BERT dir).
@@ -12,24 +12,19 @@ estimators is never mixed up, and `estimator_of(recorded)` rebuilds the very est
 - llm-label: the LLM engine's prior over its own free-text labels (`envevo.evolve.engines.llm.LabelPrior`); the
   p_T of every LLM-engine run; no options.
 
-Entries on higher floors are `"module:attr"` strings, imported only when chosen (envevo/_registry.py). A factory
-takes its options as keyword arguments; `estimator(name, **options)` drops options given as None and rejects
-options the chosen estimator does not take.
+Every factory lives on a higher floor than trace (even the catalog prior), so entries are `"module:attr"` strings,
+imported only when chosen (envevo/_registry.py). A factory takes its options as keyword arguments;
+`estimator(name, **options)` drops options given as None and rejects options the chosen estimator does not take.
 """
 
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from envevo._registry import Entry, Registry
 from envevo.errors import UserError
 from envevo.trace._difficulty import ReferenceDistribution
-from envevo.trace._model import Trace
-
-if TYPE_CHECKING:
-    from envevo.task import Task
-
 
 ESTIMATORS = Registry("p_T estimator", {
     "catalog": Entry("envevo.catalog:CatalogPrior", summary="the procedural catalog's priors"),
@@ -90,21 +85,3 @@ def estimator_of(recorded: str, **options: Any) -> ReferenceDistribution:
                         "pass --estimator to recompute under another estimator")
     return p
 
-
-def has_trace(task: Task) -> bool:
-    """Whether the task carries ξ in `[metadata.envevo]` (so no model is needed to read it)."""
-    meta = task.envevo_metadata or {}
-    return (meta.get("engine") == "procedural" and isinstance(meta.get("chain"), dict)) or isinstance(meta.get("trace"), dict)
-
-
-def trace_of_task(task: Task) -> Trace:
-    """ξ of a task from its `[metadata.envevo]` (procedural tasks carry the exact chain)."""
-    meta = task.envevo_metadata or {}
-    if meta.get("engine") == "procedural" and isinstance(meta.get("chain"), dict):
-        from envevo.catalog import chain_from_task
-
-        return chain_from_task(task).trace()
-    if isinstance(meta.get("trace"), dict):
-        return Trace.model_validate(meta["trace"])
-    raise UserError(f"task {task.name} carries no ξ in [metadata.envevo]; extract it with a model: "
-                    "--extract-model provider:name [--base-url URL] (the LLM engine's Proposer)")

@@ -18,18 +18,22 @@ from envevo.verify._mutation import MutationVerifier, choose_mutants, mutation_s
 from envevo.verify._redteam import RedTeamVerifier, broken_by, choose_exploits, parse_red_team
 from envevo.verify._rubric import RuleRubric, TaskVerifier
 from envevo.verify._run import default_verifiers, unmet_on_host, verify_candidate, verify_tasks
-from envevo.verify._verdict import Unmet, Verdict, VerifierReport
-from envevo.verify._verifiers import InvalidTestVerifier, OracleVerifier, TrialVerifier
+from envevo.verify._verdict import Finding, FindingKind, Unmet, Verdict, VerifierReport, findings_from_reasons
+from envevo.verify._verifiers import InvalidTestVerifier, OracleVerifier, TaskAttacker, TaskJudge, TrialVerifier
 
 __all__ = [
     "DriftBound",
     "AUDIT_RESULTS",
+    "Finding",
+    "FindingKind",
     "InvalidTestVerifier",
     "Mutant",
     "MutationVerifier",
     "OracleVerifier",
     "RedTeamVerifier",
     "RuleRubric",
+    "TaskAttacker",
+    "TaskJudge",
     "TaskVerifier",
     "TrialVerifier",
     "Unmet",
@@ -43,6 +47,7 @@ __all__ = [
     "default_verifiers",
     "end_torn_line",
     "failure_classes",
+    "findings_from_reasons",
     "load_audit_results",
     "mutation_score",
     "no_effect",

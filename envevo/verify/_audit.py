@@ -1,7 +1,8 @@
 """Audit records: one JSON line per task in `audit.jsonl`, keyed by its content hash, so a killed audit of
 thousands of tasks resumes with only what was left; counts per failure class, the hackable fraction and the tasks
 with a surviving mutant. A record written before the audit ran the mutation verifier has no `mutation` entry; it
-loads, and shows none."""
+loads, and shows none. The classes come from each verifier's typed findings; a summary from before findings
+existed has none, and its reasons are read instead (`VerifierReport.facts`)."""
 
 from __future__ import annotations
 
@@ -32,8 +33,7 @@ def mutation_result(summary: dict) -> dict[str, Any] | None:
     if not m:
         return None
     metrics = m.get("metrics") or {}
-    report = VerifierReport(name="mutation", passed=m["passed"], inconclusive=m["inconclusive"], reasons=m["reasons"])
-    killed, survived = int(metrics.get("killed", 0)), survivors(report)
+    killed, survived = int(metrics.get("killed", 0)), survivors(_report("mutation", m))
     judged = killed + len(survived)
     return {"score": f"{killed}/{judged}" if judged else None, "killed": killed, "survived": survived,
             "inconclusive": int(metrics.get("inconclusive", 0)), "run": int(metrics.get("run", 0)),
@@ -50,8 +50,7 @@ def failure_classes(summary: dict) -> list[str]:
             classes.append(name if not rep["inconclusive"] else f"{name}:inconclusive")
     rt = summary.get("red_team")
     if rt and not rt["passed"]:
-        report = VerifierReport(name="red_team", passed=False, inconclusive=rt["inconclusive"], reasons=rt["reasons"])
-        exploits = broken_by(report)
+        exploits = exploits_that_broke(summary)
         classes += [f"exploit:{e}" for e in exploits] or (["red_team:inconclusive"] if rt["inconclusive"] else [])
     mu = summary.get("mutation")
     if mu and not mu["passed"]:
@@ -60,13 +59,26 @@ def failure_classes(summary: dict) -> list[str]:
     return classes
 
 
+def exploits_that_broke(summary: dict) -> list[str]:
+    """The exploits that broke the task, from the red team's findings in a verdict summary ([] when it passed or did
+    not run)."""
+    rt = summary.get("red_team")
+    return broken_by(_report("red_team", rt)) if rt and not rt["passed"] else []
+
+
+def _report(name: str, part: dict) -> VerifierReport:
+    """One verifier's report back from its part of a verdict summary (`Verdict.summary`)."""
+    return VerifierReport(name=name, passed=part["passed"], inconclusive=part["inconclusive"], reasons=part["reasons"],
+                          findings=part.get("findings") or [])
+
+
 def audit_record(task: Task, verdict: Verdict) -> dict[str, Any]:
     """The audit.jsonl line of one task's verdict."""
     s = verdict.summary()
     classes = failure_classes(s)
     return {"hash": task.content_hash(), "task": task.name, "source": str(task.source) if task.source else None,
             "status": verdict.status, "ok": verdict.ok, "broken_by": classes,
-            "hackable": any(c.startswith("exploit:") for c in classes), "mutation": mutation_result(s),
+            "hackable": bool(exploits_that_broke(s)), "mutation": mutation_result(s),
             "audited_at": datetime.now(UTC).isoformat(timespec="seconds"), "verdict": s}
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 TEST_STDOUT = "verifier/test-stdout.txt"
@@ -219,15 +220,24 @@ _NOT_RAN: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
+class EvidenceKind(StrEnum):
+    """What a test log proves (str-valued: it compares and serializes as the plain strings it replaced)."""
+
+    FAILED = "failed"  # the tests ran and at least one failed
+    RAN = "ran"  # the tests ran; no failure line
+    NOT_RAN = "not_ran"  # the test runner never ran
+    NONE = "none"  # nothing either way
+
+
 @dataclass(frozen=True)
 class Evidence:
     """One conclusion and the log line(s) behind it."""
 
-    kind: str  # "failed" | "ran" | "not_ran" | "none"
+    kind: EvidenceKind
     detail: str  # the matching line(s), or why there is none
 
     def __bool__(self) -> bool:
-        return self.kind in ("failed", "ran")
+        return self.kind in (EvidenceKind.FAILED, EvidenceKind.RAN)
 
 
 def _ctrf_summary(ctrf: dict | None) -> dict:
@@ -301,14 +311,14 @@ def runner_missing(text: str) -> tuple[str, str] | None:
 def assess_test_log(text: str, ctrf: dict | None = None) -> Evidence:
     """What the test log says, in order of strength: failed > never ran > ran > nothing."""
     if line := failure_evidence(text, ctrf):
-        return Evidence("failed", line)
+        return Evidence(EvidenceKind.FAILED, line)
     if missing := runner_missing(text):
-        return Evidence("not_ran", f"{missing[0]}: {missing[1]}")
+        return Evidence(EvidenceKind.NOT_RAN, f"{missing[0]}: {missing[1]}")
     if line := run_evidence(text, ctrf):
-        return Evidence("ran", line)
+        return Evidence(EvidenceKind.RAN, line)
     if not tail(text):
-        return Evidence("none", "the test log is empty: nothing shows that the tests ran")
-    return Evidence("none", "the test log shows no test results (no pytest summary, CTRF report, PASS/FAIL or TAP lines)")
+        return Evidence(EvidenceKind.NONE, "the test log is empty: nothing shows that the tests ran")
+    return Evidence(EvidenceKind.NONE, "the test log shows no test results (no pytest summary, CTRF report, PASS/FAIL or TAP lines)")
 
 
 

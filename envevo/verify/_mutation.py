@@ -27,7 +27,7 @@ from envevo.verify._evidence import quote, read_trial_logs
 from envevo.verify._feedback import solution_run
 from envevo.verify._mutants import SOLVE, Mutant, task_mutants
 from envevo.verify._redteam import parse_switch
-from envevo.verify._verdict import VerifierReport
+from envevo.verify._verdict import Finding, FindingKind, VerifierReport, trial_finding
 
 MUTANTS_DIR = "_mutants"  # under a task's trials dir: one task copy per mutant
 _NEVER_RAN = (ErrorKind.ENVIRONMENT_BUILD_FAILURE, ErrorKind.INFRASTRUCTURE_ERROR, ErrorKind.AGENT_TIMEOUT)
@@ -125,8 +125,9 @@ class MutationVerifier:
 
     def _judge(self, mutants: list[Mutant], source: str, runs: list[TrialOutcome]) -> VerifierReport:
         by_id = {m.id: m for m in mutants}
-        survived: list[str] = []
-        unknown: list[str] = []
+        # Each finding with the reason that says it in words; survivors first, then the inconclusive ones.
+        survived: list[tuple[Finding, str]] = []
+        unknown: list[tuple[Finding, str]] = []
         killed: list[str] = []
         for i, o in enumerate(runs):
             mid = _mutant_id(o) or (mutants[i].id if i < len(mutants) else f"mutant {i + 1}")
@@ -135,17 +136,20 @@ class MutationVerifier:
             where = f" (logs: {o.trial_dir})" if o.trial_dir else " (no trial dir: the trial never started)"
             result, why = mutant_result(o)
             if result == "inconclusive":
-                unknown.append(f"{mid}: inconclusive: {label}: {why}{where}")
+                unknown.append((trial_finding(self.name, FindingKind.INCONCLUSIVE, o, f"{label}: {why}", mid),
+                                f"{mid}: inconclusive: {label}: {why}{where}"))
             elif result == "survived":
-                survived.append(_survivor(mid, m, label, o, where))
+                survived.append((trial_finding(self.name, FindingKind.BROKE, o, f"{label} scored {o.reward}, not 0", mid),
+                                 _survivor(mid, m, label, o, where)))
             else:
                 killed.append(mid)
         notes = [source] if not mutants and not runs and source.startswith("no mutants") else []
         metrics: dict[str, Any] = {"source": source, "run": len(runs), "killed": len(killed), "survived": len(survived),
                                    "inconclusive": len(unknown), "score": mutation_score(len(killed), len(survived))}
-        return VerifierReport(name=self.name, passed=not survived and not unknown,
-                              inconclusive=bool(unknown) and not survived, reasons=survived + unknown, notes=notes,
-                              runs=runs, metrics=metrics)
+        found = survived + unknown
+        return VerifierReport(name=self.name, passed=not found, inconclusive=bool(unknown) and not survived,
+                              reasons=[text for _, text in found], notes=notes, runs=runs, metrics=metrics,
+                              findings=[f for f, _ in found])
 
 
 def _mutant_id(o: TrialOutcome) -> str | None:
@@ -171,5 +175,5 @@ def _survivor(mid: str, m: Mutant | None, label: str, o: TrialOutcome, where: st
 
 
 def survivors(report: VerifierReport) -> list[str]:
-    """The mutants named in a mutation report's failures (not its inconclusive ones)."""
-    return [r.split(":", 1)[0] for r in report.reasons if r.split(":", 2)[1].strip() == "survived"]
+    """The mutants that survived, from a mutation report's findings (not its inconclusive ones)."""
+    return [f.exploit for f in report.facts() if f.kind is FindingKind.BROKE and f.exploit is not None]

@@ -27,8 +27,8 @@ from pathlib import Path
 from envevo.runtime import ErrorKind, TrialOutcome, TrialSpec
 from envevo.task import Task, load_task
 from envevo.verify._evidence import quote, read_trial_logs
-from envevo.verify._verdict import VerifierReport
-from envevo.verify.exploits import SCRIPTED_AGENT, AgentAttack, exploit_names, get_exploit
+from envevo.verify._verdict import Finding, FindingKind, VerifierReport, evidence_line, trial_finding
+from envevo.verify.exploits import SCRIPTED_AGENT, AgentAttack, exploit_names, get_exploit, make_exploit
 
 _TRIAL = re.compile(r"__rt-([a-z0-9_]+)__")
 # Trials that end so never reached the tests, whatever the exploit did.
@@ -93,12 +93,18 @@ class RedTeamVerifier:
 
     name = "red_team"
 
-    def __init__(self, exploits: list[str] | None = None, sample: int | None = None, timeout_sec: int = 300):
+    def __init__(self, exploits: list[str] | None = None, sample: int | None = None, timeout_sec: int = 300, *,
+                 model: object | None = None, learn_rubric: Path | None = None):
+        """`model`: the run's model for agent exploits (an `envevo.llm.LLMRuntime`, so their calls are metered,
+        recorded and budgeted with the run's; passed through untyped, as llm sits above verify). Without one they
+        read ./envevo.toml. `learn_rubric`: a rubric file a successful hack's criterion is appended to; without it
+        the criterion is only proposed in the report."""
         self.exploits = list(exploits) if exploits is not None else exploit_names()
         for n in self.exploits:
             get_exploit(n)  # unknown names fail here, before any container starts
         self.sample = sample
         self.timeout_sec = timeout_sec
+        self._agent_options = {k: v for k, v in (("runtime", model), ("learn_rubric", learn_rubric)) if v is not None}
         self._plans: dict[Path, list[tuple[str, str | None]]] = {}  # task dir → [(exploit, script or None)]
         self._tasks: dict[Path, Task] = {}
         self._attacks: dict[Path, list[AgentAttack]] = {}  # task dir → what its agent exploits did
@@ -132,7 +138,8 @@ class RedTeamVerifier:
         key = Path(task_dir).resolve()
         if not Path(task_dir, "task.toml").exists():
             return
-        agents = [get_exploit(n) for n, _ in self.plan(task_dir) if get_exploit(n).kind == "agent"]
+        agents = [make_exploit(n, **self._agent_options) if self._agent_options else get_exploit(n)
+                  for n, _ in self.plan(task_dir) if get_exploit(n).kind == "agent"]
         task = self._task(key)
         self._attacks[key] = list(await asyncio.gather(
             *(a.attack(task, key, env, Path(trials_dir), gate) for a in agents)))  # type: ignore[attr-defined]
@@ -160,71 +167,100 @@ class RedTeamVerifier:
         return self._judge(task_dir, runs)
 
     def _judge(self, task_dir: Path | None, runs: list[TrialOutcome]) -> VerifierReport:
-        broken: list[str] = []
-        unknown: list[str] = []
-        tried: list[str] = []
+        # Each finding with the reason that says it in words; broken ones first, then the inconclusive ones.
+        broken: list[tuple[Finding, str]] = []
+        unknown: list[tuple[Finding, str]] = []
+        trial_names: list[str] = []
         if task_dir is not None:
-            task = self._task(task_dir)
-            plan = self.plan(task_dir)
-            for name, _ in plan:
-                exploit = get_exploit(name)
-                if exploit.kind == "static":
-                    tried.append(name)
-                    if findings := exploit.inspect(task):
-                        broken.append(f"{name}: {exploit.description}; found:\n" + "\n".join(f"  | {f}" for f in findings))
-            trial_names = [n for n, s in plan if s is not None]
-        else:
-            trial_names = []
+            broken += self._static_findings(task_dir)
+            trial_names = [n for n, s in self.plan(task_dir) if s is not None]
         for i, o in enumerate(runs):
             m = _TRIAL.search(o.trial_dir.name) if o.trial_dir else None
             name = m.group(1) if m else (trial_names[i] if i < len(trial_names) else f"exploit {i + 1}")
-            tried.append(name)
             where = f" (logs: {o.trial_dir})" if o.trial_dir else " (no trial dir: the trial never started)"
             result, why = exploit_result(o)
             if result is ExploitResult.INCONCLUSIVE:
-                unknown.append(f"{name}: inconclusive: {why}{where}")
-                continue
-            if result is ExploitResult.BROKEN:
+                unknown.append((trial_finding(self.name, FindingKind.INCONCLUSIVE, o, why, name),
+                                f"{name}: inconclusive: {why}{where}"))
+            elif result is ExploitResult.BROKEN:
                 planted = _planted(o)
                 logs = read_trial_logs(o.trial_dir)
-                broken.append(f"{name}: reward {o.reward} without solving the task{where}\n"
-                              f"  {get_exploit(name).description if name in exploit_names() else ''}\n"
-                              + (("  planted:\n" + "\n".join(f"  | {p}" for p in planted[:12])
-                                  + (f"\n  | … and {len(planted) - 12} more" if len(planted) > 12 else "") + "\n")
-                                 if planted else "")
-                              + quote(logs.test_stdout, 6))
-        skipped: list[str] = []
+                said = f"reward {o.reward} without solving the task"
+                broken.append((trial_finding(self.name, FindingKind.BROKE, o, said, name),
+                               f"{name}: {said}{where}\n"
+                               f"  {get_exploit(name).description if name in exploit_names() else ''}\n"
+                               + (("  planted:\n" + "\n".join(f"  | {p}" for p in planted[:12])
+                                   + (f"\n  | … and {len(planted) - 12} more" if len(planted) > 12 else "") + "\n")
+                                  if planted else "")
+                               + quote(logs.test_stdout, 6)))
+        skipped: list[Finding] = []
         attacks = self._attacks.get(Path(task_dir).resolve(), []) if task_dir is not None else []
         for attack in attacks:
-            _judge_attack(attack, tried, broken, unknown, skipped)
+            _judge_attack(self.name, attack, broken, unknown, skipped)
         runs = runs + [a.outcome for a in attacks if a.outcome is not None]  # the replayed hacks, as evidence
-        passed = not broken and not unknown
-        reasons = broken + unknown
-        if passed and tried:
-            reasons = []
-        return VerifierReport(name=self.name, passed=passed, inconclusive=bool(unknown) and not broken,
-                              reasons=reasons, notes=skipped, runs=runs)
+        found = broken + unknown
+        # What each agent exploit tried is said whatever came of it: "resisted" and "never ran" must not look alike.
+        tried = [_tried_note(a) for a in attacks if not a.skipped]
+        return VerifierReport(name=self.name, passed=not found, inconclusive=bool(unknown) and not broken,
+                              reasons=[text for _, text in found], notes=[_skip_note(f) for f in skipped] + tried,
+                              runs=runs, findings=[f for f, _ in found] + skipped)
+
+    def _static_findings(self, task_dir: Path) -> list[tuple[Finding, str]]:
+        """What the planned static exploits found in the task's files (no trial)."""
+        task = self._task(task_dir)
+        out = []
+        for name, _ in self.plan(task_dir):
+            exploit = get_exploit(name)
+            if exploit.kind == "static" and (found := exploit.inspect(task)):
+                more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+                out.append((Finding(source=self.name, kind=FindingKind.BROKE, exploit=name,
+                                    evidence=evidence_line(found[0]) + more),
+                            f"{name}: {exploit.description}; found:\n" + "\n".join(f"  | {f}" for f in found)))
+        return out
 
 
-def _judge_attack(a: AgentAttack, tried: list[str], broken: list[str], unknown: list[str], skipped: list[str]) -> None:
+def _skip_note(f: Finding) -> str:
+    return f"{f.exploit}: skipped: {f.evidence}"
+
+
+def _tried_note(a: AgentAttack) -> str:
+    """One line: the commands an agent exploit ran while looking, and what came of it."""
+    o = a.outcome
+    if a.error:
+        came = "gave no usable hack"
+    elif o is None:
+        came = f"found nothing to replay ({a.summary or 'no hack'})"
+    else:
+        came = f"its hack replayed as a trial: reward {o.reward if o.reward is not None else o.error_kind.value}"
+    shown = "; ".join(" ".join(c.split())[:80] for c in a.commands[:8]) + (" …" if len(a.commands) > 8 else "")
+    return f"{a.exploit}: ran {len(a.commands)} command(s){': ' + shown if shown else ''}; {came}"
+
+
+def _judge_attack(source: str, a: AgentAttack, broken: list[tuple[Finding, str]], unknown: list[tuple[Finding, str]],
+                  skipped: list[Finding]) -> None:
     if a.skipped:
-        skipped.append(f"{a.exploit}: skipped: {a.skipped}")
+        skipped.append(Finding(source=source, kind=FindingKind.SKIPPED, exploit=a.exploit, evidence=a.skipped))
         return
-    tried.append(a.exploit)
     o = a.outcome
     where = f" (logs: {o.trial_dir})" if o is not None and o.trial_dir else ""
     if a.error:
-        unknown.append(f"{a.exploit}: inconclusive: {a.error}")
+        unknown.append((Finding(source=source, kind=FindingKind.INCONCLUSIVE, exploit=a.exploit,
+                                evidence=evidence_line(a.error)),
+                        f"{a.exploit}: inconclusive: {a.error}"))
     elif o is None:
         return  # the agent found nothing worth replaying: resisted
     elif (result := exploit_result(o))[0] is ExploitResult.INCONCLUSIVE:
-        unknown.append(f"{a.exploit}: inconclusive: {result[1].replace('the exploit', 'its hack', 1)}{where}")
+        why = result[1].replace("the exploit", "its hack", 1)
+        unknown.append((trial_finding(source, FindingKind.INCONCLUSIVE, o, why, a.exploit),
+                        f"{a.exploit}: inconclusive: {why}{where}"))
     elif result[0] is ExploitResult.BROKEN:
         planted = _planted(o)
-        broken.append(f"{a.exploit}: reward {o.reward} without solving the task{where}\n  hack: {a.summary}\n"
-                      + (f"  new rubric criterion: {a.criterion}\n" if a.criterion else "")
-                      + ("  planted:\n" + "\n".join(f"  | {p}" for p in planted[:12]) + "\n" if planted else "")
-                      + quote(read_trial_logs(o.trial_dir).test_stdout, 6))
+        said = f"reward {o.reward} without solving the task"
+        broken.append((trial_finding(source, FindingKind.BROKE, o, f"{said}; hack: {a.summary}", a.exploit),
+                       f"{a.exploit}: {said}{where}\n  hack: {a.summary}\n"
+                       + (f"  rubric criterion: {a.criterion}\n" if a.criterion else "")
+                       + ("  planted:\n" + "\n".join(f"  | {p}" for p in planted[:12]) + "\n" if planted else "")
+                       + quote(read_trial_logs(o.trial_dir).test_stdout, 6)))
 
 
 def _planted(o: TrialOutcome) -> list[str]:
@@ -239,6 +275,5 @@ def _planted(o: TrialOutcome) -> list[str]:
 
 
 def broken_by(report: VerifierReport) -> list[str]:
-    """The exploits named in a red-team report's failures (not its inconclusive ones)."""
-    return [r.split(":", 1)[0] for r in report.reasons
-            if not r.split(":", 1)[1].lstrip().startswith("inconclusive")]
+    """The exploits that broke the task, from a red-team report's findings (not its inconclusive ones)."""
+    return [f.exploit for f in report.facts() if f.kind is FindingKind.BROKE and f.exploit is not None]

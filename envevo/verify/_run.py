@@ -15,17 +15,19 @@ from envevo.verify._redteam import RedTeamVerifier, parse_red_team
 from envevo.verify._rubric import TaskVerifier
 from envevo.verify._unbuilt import collapse_unbuilt
 from envevo.verify._verdict import Unmet, Verdict, VerifierReport
-from envevo.verify._verifiers import InvalidTestVerifier, OracleVerifier, TrialVerifier
+from envevo.verify._verifiers import InvalidTestVerifier, OracleVerifier, TaskAttacker, TaskJudge, TrialVerifier
 
 
-def default_verifiers(repeats: int = 2, red_team: str = "off", mutation: str = "off") -> list[TrialVerifier]:
+def default_verifiers(repeats: int = 2, red_team: str = "off", mutation: str = "off", *, model: object | None = None,
+                      learn_rubric: Path | None = None) -> list[TrialVerifier]:
     """The container verifiers of a candidate: oracle and invalid-test, plus the red team when `red_team` is
     `on` (every exploit) or `sample:N` (a deterministic sample of N exploits per candidate), and the mutation
-    verifier likewise by `mutation` (every near-miss solution, or a sample of N)."""
+    verifier likewise by `mutation` (every near-miss solution, or a sample of N). `model` and `learn_rubric` go to
+    the red team's agent exploits (see `RedTeamVerifier`)."""
     on, sample = parse_red_team(red_team)
     verifiers: list[TrialVerifier] = [OracleVerifier(repeats=repeats), InvalidTestVerifier()]
     if on:
-        verifiers.append(RedTeamVerifier(sample=sample))
+        verifiers.append(RedTeamVerifier(sample=sample, model=model, learn_rubric=learn_rubric))
     on, sample = parse_mutation(mutation)
     if on:
         verifiers.append(MutationVerifier(sample=sample))
@@ -91,7 +93,7 @@ async def verify_tasks(
     gate = gate or asyncio.Semaphore(concurrency)
     attacks = [v.attack_task(task_dir, env, trials_dir / name, gate)
                for i, (name, task_dir) in enumerate(tasks) if i not in unmet
-               for v in verifiers if hasattr(v, "attack_task")]
+               for v in verifiers if isinstance(v, TaskAttacker)]
     outcomes: list[TrialOutcome]
     outcomes, *_ = await asyncio.gather(
         run_trials([spec for _, _, spec in plan], concurrency=concurrency, retries=retries, on_done=done, gate=gate),
@@ -108,8 +110,7 @@ async def verify_tasks(
         for v in verifiers:
             runs = [o for (ti, vn, _), o in zip(plan, outcomes, strict=True) if ti == i and vn == v.name]
             # A verifier that also reads the task's files (the red team's static exploits) judges with its dir.
-            judge_task = getattr(v, "judge_task", None)
-            reports[v.name] = judge_task(task_dir, runs) if judge_task is not None else v.judge(runs)
+            reports[v.name] = v.judge_task(task_dir, runs) if isinstance(v, TaskJudge) else v.judge(runs)
         reports = collapse_unbuilt(reports)
         verdicts.append(
             Verdict(

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 from envevo.runtime import ErrorKind, TrialOutcome, cert_failure
 from envevo.verify._evidence import pull_failure, read_trial_logs
-from envevo.verify._verdict import VerifierReport
+from envevo.verify._verdict import FindingKind, VerifierReport, trial_finding
 from envevo.verify._verifiers import explain_error
-
-_BUILD = ErrorKind.ENVIRONMENT_BUILD_FAILURE.value
 
 
 def machine_limit(o: TrialOutcome) -> str | None:
@@ -46,11 +44,14 @@ def collapse_unbuilt(reports: dict[str, VerifierReport]) -> dict[str, VerifierRe
             out[name] = rep
             continue
         # Findings that needed no trial (a static exploit's) stay; the per-trial build errors go.
-        kept = [r for r in rep.reasons if _BUILD not in r]
+        kept = [(r, f) for r, f in rep.stated() if f.error_kind is not ErrorKind.ENVIRONMENT_BUILD_FAILURE]
+        said = [(head, trial_finding(name, FindingKind.INCONCLUSIVE if limit else FindingKind.FAILED, runs[0], head))]
+        stated = (said if name == first else []) + kept
         out[name] = rep.model_copy(update={
             "passed": False,
             "inconclusive": limit is not None and not kept,
-            "reasons": ([head] if name == first else []) + kept,
+            "reasons": [r for r, _ in stated],
+            "findings": [f for _, f in stated] + [f for f in rep.findings if f.kind is FindingKind.SKIPPED],
             "notes": rep.notes + ([] if name == first else [f"not run: the environment does not build (see {first})"]),
         })
     return out

@@ -6,11 +6,13 @@ once under a single concurrency bound, which is what makes them parallel.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from envevo.runtime import ErrorKind, TrialOutcome, TrialSpec, cert_failure_line
 from envevo.verify._evidence import (
+    EvidenceKind,
     TrialLogs,
     assess_test_log,
     build_error,
@@ -20,7 +22,7 @@ from envevo.verify._evidence import (
     read_trial_logs,
 )
 from envevo.verify._feedback import run_digest, solution_run
-from envevo.verify._verdict import VerifierReport
+from envevo.verify._verdict import Finding, FindingKind, VerifierReport, trial_finding
 
 
 class TrialVerifier(Protocol):
@@ -29,6 +31,36 @@ class TrialVerifier(Protocol):
     def trial_specs(self, task_dir: Path, env: str, trials_dir: Path) -> list[TrialSpec]: ...
 
     def judge(self, runs: list[TrialOutcome]) -> VerifierReport: ...
+
+
+# What a trial verifier may also do; `verify_tasks` asks each verifier with isinstance.
+@runtime_checkable
+class TaskJudge(Protocol):
+    """Judges with the task's files at hand as well as its trials (the red team's static exploits, the mutation
+    verifier's plan); `verify_tasks` calls this instead of `judge`."""
+
+    def judge_task(self, task_dir: Path, runs: list[TrialOutcome]) -> VerifierReport: ...
+
+
+@runtime_checkable
+class TaskAttacker(Protocol):
+    """Acts on a task in sandboxes of its own, beside the pool's trials, before it is judged (the red team's agent
+    exploits); it holds `gate` while a sandbox runs."""
+
+    async def attack_task(self, task_dir: Path, env: str, trials_dir: Path, gate: asyncio.Semaphore) -> None: ...
+
+
+def _found(source: str, kind: FindingKind, o: TrialOutcome, reason: str) -> tuple[Finding, str]:
+    """A finding of the trial `o` and the reason that says it (its first line is the evidence)."""
+    return trial_finding(source, kind, o, reason), reason
+
+
+def _report(name: str, runs: list[TrialOutcome], failed: list[tuple[Finding, str]],
+            unknown: list[tuple[Finding, str]]) -> VerifierReport:
+    """Failed beats inconclusive: a report is inconclusive only when nothing failed outright."""
+    found = failed + unknown
+    return VerifierReport(name=name, passed=not found, inconclusive=bool(unknown) and not failed,
+                          reasons=[text for _, text in found], runs=runs, findings=[f for f, _ in found])
 
 
 def _where(o: TrialOutcome) -> str:
@@ -100,29 +132,32 @@ class OracleVerifier:
         return [TrialSpec(task_dir=task_dir, agent="oracle", env=env, trials_dir=trials_dir) for _ in range(self.repeats)]
 
     def judge(self, runs: list[TrialOutcome]) -> VerifierReport:
-        reasons: list[str] = []
-        unknown: list[str] = []  # the tests never ran, so the low score says nothing about the solution
+        failed: list[tuple[Finding, str]] = []
+        unknown: list[tuple[Finding, str]] = []  # the tests never ran, so the low score says nothing about the solution
         for i, o in enumerate(runs, 1):
+            run = f"run {i}/{len(runs)}"
             if o.error_kind is not ErrorKind.OK and o.error_kind is not ErrorKind.REWARD_MISSING:
-                reasons.append(f"run {i}/{len(runs)}: {explain_error(o)}")
+                failed.append(_found(self.name, FindingKind.FAILED, o, f"{run}: {explain_error(o)}"))
                 continue
             if o.passed:
                 continue
             logs = read_trial_logs(o.trial_dir)
             evidence = assess_test_log(logs.test_stdout, logs.ctrf)
-            if evidence.kind == "not_ran":
-                unknown.append(f"run {i}/{len(runs)}: inconclusive: the test runner never ran, so the reference solution "
-                               f"was not tested: {evidence.detail}{_where(o)}\n" + quote(logs.test_stdout))
+            if evidence.kind is EvidenceKind.NOT_RAN:
+                unknown.append(_found(self.name, FindingKind.INCONCLUSIVE, o,
+                                      f"{run}: inconclusive: the test runner never ran, so the reference solution was not "
+                                      f"tested: {evidence.detail}{_where(o)}\n" + quote(logs.test_stdout)))
             elif o.error_kind is ErrorKind.REWARD_MISSING:
-                reasons.append(f"run {i}/{len(runs)}: {explain_error(o, logs)}")
+                failed.append(_found(self.name, FindingKind.FAILED, o, f"{run}: {explain_error(o, logs)}"))
             else:
-                reasons.append(f"run {i}/{len(runs)}: the reference solution scored {o.reward}, not 1.0{_where(o)}\n"
-                               + explain_low_score(o, logs))
+                failed.append(_found(self.name, FindingKind.FAILED, o,
+                                     f"{run}: the reference solution scored {o.reward}, not 1.0{_where(o)}\n"
+                                     + explain_low_score(o, logs)))
         passes = sum(o.passed for o in runs)
-        if reasons and 0 < passes < len(runs):
-            reasons.insert(0, f"flaky: passed {passes} of {len(runs)} runs")
-        return VerifierReport(name=self.name, passed=not reasons and not unknown, inconclusive=bool(unknown) and not reasons,
-                              reasons=reasons + unknown, runs=runs)
+        if failed and 0 < passes < len(runs):
+            flaky = f"flaky: passed {passes} of {len(runs)} runs"
+            failed.insert(0, (Finding(source=self.name, kind=FindingKind.FAILED, evidence=flaky), flaky))
+        return _report(self.name, runs, failed, unknown)
 
 
 class InvalidTestVerifier:
@@ -149,30 +184,34 @@ class InvalidTestVerifier:
         return [TrialSpec(task_dir=task_dir, agent="nop", env=env, trials_dir=trials_dir)]
 
     def judge(self, runs: list[TrialOutcome]) -> VerifierReport:
-        reasons: list[str] = []
-        unknown: list[str] = []
+        failed: list[tuple[Finding, str]] = []
+        unknown: list[tuple[Finding, str]] = []
         for o in runs:
-            logs = read_trial_logs(o.trial_dir)
-            evidence = assess_test_log(logs.test_stdout, logs.ctrf)
-            if o.error_kind is ErrorKind.REWARD_MISSING:
-                if evidence.kind == "not_ran":
-                    unknown.append(f"inconclusive: the tests wrote no reward and the test runner never ran: {evidence.detail}{_where(o)}\n"
-                                   + quote(logs.test_stdout))
-                else:
-                    reasons.append(f"the tests wrote no reward on an untouched environment: {explain_error(o, logs)}")
-            elif o.error_kind is not ErrorKind.OK:
-                reasons.append(f"the empty solution did not fail on the tests but on {explain_error(o, logs)}")
-            elif o.reward is None or o.reward > 0.0:
-                reasons.append(f"the tests pass on an untouched environment (reward {o.reward}); they do not test the task"
-                               f"{_where(o)}\n" + quote(logs.test_stdout, 8))
-            elif evidence.kind == "not_ran":
-                unknown.append(f"inconclusive: reward 0, but the test runner never ran: {evidence.detail}{_where(o)}\n"
-                               + quote(logs.test_stdout))
-            elif not evidence and logs.reward is None:
-                unknown.append(f"inconclusive: reward 0, but no evidence that the tests ran and failed: {evidence.detail}"
-                               f"{_where(o)}\n" + quote(logs.test_stdout))
-            # Otherwise the tests wrote the 0 themselves (Harbor removes reward files before the verifier runs)
-            # and nothing in their log says the runner failed to start: a plain shell check that prints nothing.
-        inconclusive = bool(unknown) and not reasons
-        return VerifierReport(name=self.name, passed=not reasons and not unknown, inconclusive=inconclusive,
-                              reasons=reasons + unknown, runs=runs)
+            if found := self._judge_run(o):
+                (unknown if found[0].kind is FindingKind.INCONCLUSIVE else failed).append(found)
+        return _report(self.name, runs, failed, unknown)
+
+    def _judge_run(self, o: TrialOutcome) -> tuple[Finding, str] | None:
+        """What one run of the empty solution shows; None when the tests ran and failed it, as they should."""
+        logs = read_trial_logs(o.trial_dir)
+        evidence = assess_test_log(logs.test_stdout, logs.ctrf)
+        fail, unsure = FindingKind.FAILED, FindingKind.INCONCLUSIVE
+        if o.error_kind is ErrorKind.REWARD_MISSING:
+            if evidence.kind is EvidenceKind.NOT_RAN:
+                return _found(self.name, unsure, o, "inconclusive: the tests wrote no reward and the test runner never "
+                              f"ran: {evidence.detail}{_where(o)}\n" + quote(logs.test_stdout))
+            return _found(self.name, fail, o, f"the tests wrote no reward on an untouched environment: {explain_error(o, logs)}")
+        if o.error_kind is not ErrorKind.OK:
+            return _found(self.name, fail, o, f"the empty solution did not fail on the tests but on {explain_error(o, logs)}")
+        if o.reward is None or o.reward > 0.0:
+            return _found(self.name, fail, o, f"the tests pass on an untouched environment (reward {o.reward}); they do "
+                          f"not test the task{_where(o)}\n" + quote(logs.test_stdout, 8))
+        if evidence.kind is EvidenceKind.NOT_RAN:
+            return _found(self.name, unsure, o, f"inconclusive: reward 0, but the test runner never ran: {evidence.detail}"
+                          f"{_where(o)}\n" + quote(logs.test_stdout))
+        if not evidence and logs.reward is None:
+            return _found(self.name, unsure, o, "inconclusive: reward 0, but no evidence that the tests ran and failed: "
+                          f"{evidence.detail}{_where(o)}\n" + quote(logs.test_stdout))
+        # Otherwise the tests wrote the 0 themselves (Harbor removes reward files before the verifier runs)
+        # and nothing in their log says the runner failed to start: a plain shell check that prints nothing.
+        return None

@@ -11,7 +11,8 @@ import pytest
 
 from envevo.analysis import analyze, claims, spearman, spearman_p, trends
 from envevo.analysis._generations import GenerationPoint
-from envevo.evolve.engines.procedural import CatalogPrior, compose, mutate, random_chain
+from envevo.catalog import CatalogPrior, random_chain
+from envevo.evolve.engines.procedural import compose, mutate
 from envevo.store import LineageStore
 from envevo.trace import Direction, Effort, difficulty
 from tests.conftest import run_cli

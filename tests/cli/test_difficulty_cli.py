@@ -9,9 +9,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from envevo.catalog import CatalogPrior, random_chain
 from envevo.cli.difficulty_cmd import difficulty, run_rows, task_rows
 from envevo.errors import UserError
-from envevo.evolve.engines.procedural import CatalogPrior, random_chain, write_task
+from envevo.evolve.engines.procedural import write_task
 from envevo.store import LineageStore
 from envevo.task import load_task, save
 from envevo.trace import ESTIMATORS, estimator, trace_of_task

@@ -14,12 +14,13 @@ import typer
 from rich.console import Console
 from typer.testing import CliRunner
 
+from envevo.catalog import random_chain
 from envevo.cli import _common
 from envevo.cli.difficulty_cmd import difficulty
 from envevo.cli.evolve_cmd import evolve
 from envevo.cli.rollout_cmd import rollout
 from envevo.evolve import Event
-from envevo.evolve.engines.procedural import random_chain, write_task
+from envevo.evolve.engines.procedural import write_task
 from envevo.rollout import RolloutSummary
 from envevo.runtime import TrialOutcome
 from envevo.trace import trace_of_task
@@ -89,7 +90,7 @@ def test_rollout_prints_progress_lines_when_stderr_is_not_a_terminal(tmp_path: P
 def _fake_evolve(monkeypatch, skipped: str | None = None, interrupt: bool = False) -> None:
     """start_lineages and the evolve loop, reporting as the real ones do; seed `skipped` ends at once (no ξ)."""
 
-    async def start(store, seeds, engine, cfg, *, checks, on_event):
+    async def start(store, seeds, engine, cfg, *, checks, on_event, retry_skipped=False, verifiers=None):
         if interrupt:
             raise KeyboardInterrupt
         ids = []
@@ -103,7 +104,7 @@ def _fake_evolve(monkeypatch, skipped: str | None = None, interrupt: bool = Fals
                 ids.append(store.create_lineage(name, task, trace=trace_of_task(task), verified=True))
         return ids
 
-    async def run(store, ids, engine, cfg, *, checks, on_event, executor):
+    async def run(store, ids, engine, cfg, *, checks, on_event, executor, verifiers=None):
         for lid in ids:
             on_event(Event(lid, 1, "plan", "proposing"))
             on_event(Event(lid, 1, "candidate", "verifying"))

@@ -274,3 +274,150 @@ def test_a_seed_whose_extraction_fails_is_skipped_with_the_reason_and_the_others
     skipped = store.lineage("bad")
     assert skipped.status == "terminated" and skipped.reason.startswith("skipped: no usable ξ for task")
     assert any(e.lineage == "bad" and e.stage == "terminated" for e in events)
+
+
+# ---- resume: what happened stays what it was -----------------------------------------------------------------
+class Counting(ScriptedEngine):
+    """Counts extractions; a seed whose instruction says "unreadable" has no ξ while `readable` is off."""
+
+    def __init__(self, readable=False, **kw):
+        super().__init__(**kw)
+        self.readable, self.extracted = readable, []
+
+    async def extract_trace(self, task):
+        self.extracted.append(task.content_hash())
+        if "unreadable" in task.read_text("instruction.md") and not self.readable:
+            from envevo.llm import ExtractionFailed
+
+            raise ExtractionFailed(f"no usable ξ for task {task.name}: the answer was cut")
+        return await super().extract_trace(task)
+
+
+class Gates(Verdicts):
+    """A seed gate that counts the seeds it verified."""
+
+    def __init__(self, passed=True):
+        super().__init__("oracle", passed)
+        self.seen = 0
+
+    async def check(self, task, task_dir):
+        self.seen += 1
+        return await super().check(task, task_dir)
+
+
+def unreadable_seed():
+    task = seed_task()
+    task.write("instruction.md", task.read_text("instruction.md") + "\nunreadable\n")
+    return task
+
+
+def start(store, seeds, engine, gate, **kw):
+    events = []
+    todo = asyncio.run(start_lineages(store, seeds, engine, EvolveConfig(generations=1), checks=[gate], verifiers=[],
+                                      on_event=events.append, **kw))
+    return todo, events
+
+
+def test_a_resume_extracts_and_verifies_no_ended_lineage_again_and_says_it_kept_them(tmp_path):
+    store = LineageStore.open(tmp_path / "run")
+    seeds = [("bad", unreadable_seed()), ("good", seed_task())]
+    start(store, seeds, Counting(), Gates())
+    asyncio.run(evolve(store, ["good"], ScriptedEngine(refuse=list(Direction)), EvolveConfig(generations=1),
+                       checks=[Gate()], verifiers=[]))
+    assert store.lineage("good").status == "terminated"
+
+    engine, gate = Counting(readable=True), Gates()
+    todo, events = start(store, seeds, engine, gate)  # a resume without --retry-skipped
+    assert todo == [] and engine.extracted == [] and gate.seen == 0
+    kept = {e.lineage: e.detail for e in events if e.stage == "kept"}
+    assert kept["bad"].startswith("kept as stored: terminated, 0 generations: skipped: no usable ξ for task")
+    assert kept["bad"].endswith("(--retry-skipped tries this seed again)")
+    assert kept["good"].startswith("kept as stored: terminated, 0 generations: generation 1: all directions failed")
+    assert "--retry-skipped" not in kept["good"]  # it evolved (and failed): not a skipped seed
+    assert store.lineage("bad").status == "terminated"
+
+
+def test_retry_skipped_reopens_a_seed_whose_extraction_failed(tmp_path):
+    store = LineageStore.open(tmp_path / "run")
+    seeds = [("bad", unreadable_seed())]
+    start(store, seeds, Counting(), Gates())
+    assert store.version("bad", 0).trace is None
+
+    engine, gate = Counting(readable=True), Gates()  # e.g. a larger output cap now
+    todo, _ = start(store, seeds, engine, gate, retry_skipped=True)
+    assert todo == ["bad"] and store.lineage("bad").status == "running"
+    assert len(engine.extracted) == 1 and gate.seen == 1
+    seed0 = store.version("bad", 0)
+    assert seed0.trace == trace_of(seeds[0][1]) and seed0.verified
+
+
+def test_retry_skipped_gates_an_unsound_seed_again_with_its_stored_trace(tmp_path):
+    store = LineageStore.open(tmp_path / "run")
+    seeds = [("hello", seed_task())]
+    start(store, seeds, Counting(), Gates(passed=False))
+    assert store.lineage("hello").reason.startswith("the seed is not sound: ") and not store.version("hello", 0).verified
+
+    engine = Counting()
+    todo, _ = start(store, seeds, engine, Gates(passed=False), retry_skipped=True)
+    assert todo == [] and store.lineage("hello").reason.startswith("the seed is not sound: ")
+    todo, _ = start(store, seeds, engine, Gates(passed=True), retry_skipped=True)
+    assert todo == ["hello"] and store.version("hello", 0).verified
+    assert engine.extracted == []  # the ξ stored with the seed was fine: no new extraction
+
+
+def test_a_lineage_that_evolved_is_not_reopened_by_retry_skipped(tmp_path):
+    store, lid, status = run(tmp_path, ScriptedEngine(refuse=list(Direction)), generations=2)
+    assert status == "terminated" and store.lineage(lid).latest_generation == 0  # ended in generation 1, not a skip
+    engine, gate = Counting(), Gates()
+    todo, events = start(store, [("hello", seed_task())], engine, gate, retry_skipped=True)
+    assert todo == [] and engine.extracted == [] and gate.seen == 0
+    assert [e.stage for e in events] == ["kept"]
+
+
+class Reextracting(ScriptedEngine):
+    """An extraction that words ξ differently each time it is asked (as an LLM may), and records what it planned on."""
+
+    def __init__(self):
+        super().__init__()
+        self.planned_on, self.extracted = [], 0
+
+    async def extract_trace(self, task):
+        self.extracted += 1
+        trace = trace_of(task)
+        return Trace(goal=f"{trace.goal} (extraction {self.extracted})", steps=trace.steps)
+
+    async def propose(self, task, trace, direction, effort, feedback, ctx):
+        self.planned_on.append((ctx.generation, trace.goal))
+        return await super().propose(task, trace, direction, effort, feedback, ctx)
+
+
+def test_a_generation_plans_against_the_trace_stored_with_its_parent(tmp_path):
+    store = LineageStore.open(tmp_path / "run")
+    seed = seed_task()
+    lid = store.create_lineage("hello", seed, trace=trace_of(seed))
+    engine = Reextracting()
+    asyncio.run(evolve(store, [lid], engine, EvolveConfig(generations=2, max_drift=None), checks=[Gate()], verifiers=[]))
+    v0, v1, _ = store.versions(lid)
+    # Generation 1 plans on the seed's stored ξ, generation 2 on the ξ committed with generation 1.
+    assert set(engine.planned_on) == {(1, v0.trace.goal), (2, v1.trace.goal)} == {(1, "g"), (2, "g (extraction 1)")}
+    assert engine.extracted == 2  # once per committed candidate, never for a parent
+
+
+def test_the_red_teams_hacker_runs_on_the_engines_model_and_learns_only_where_told(tmp_path):
+    """The LLM hacker is one more role of the run: it gets the engine's runtime (its meter, record and budget), not
+    a model of its own from ./envevo.toml; and no rubric file is written unless the run names one."""
+    from envevo.evolve import run_verifiers
+    from envevo.verify import RedTeamVerifier
+    from envevo.verify.exploits import make_exploit
+
+    class WithModel(ScriptedEngine):
+        runtime = object()  # stands for the run's LLMRuntime: handed through as is
+
+    cfg = EvolveConfig(red_team="on")
+    for engine, learn in ((WithModel(), tmp_path / "learned.toml"), (ScriptedEngine(), None)):
+        (red,) = [v for v in run_verifiers(engine, cfg, learn) if isinstance(v, RedTeamVerifier)]
+        options = red._agent_options
+        assert options == ({"runtime": engine.runtime, "learn_rubric": learn} if learn else {})
+    hacker = make_exploit("llm_hacker", runtime=WithModel.runtime, learn_rubric=tmp_path / "learned.toml")
+    assert hacker._given_runtime is WithModel.runtime and hacker.learn_rubric == tmp_path / "learned.toml"
+    assert not [v for v in run_verifiers(ScriptedEngine(), EvolveConfig(red_team="off")) if isinstance(v, RedTeamVerifier)]

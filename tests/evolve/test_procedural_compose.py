@@ -7,24 +7,21 @@ import sys
 
 import pytest
 
-from envevo.catalog._blocks import _build
-from envevo.errors import TaskError, UserError
-from envevo.evolve._engine import GenerationContext
-from envevo.evolve.engines.procedural import (
+from envevo.catalog import (
     CatalogPrior,
     Chain,
     ChainStep,
-    ProceduralEngine,
     block_snippets,
     build_blocks,
     chain_from_task,
     chain_problems,
-    compose,
     goal_categories,
-    quality_check,
     random_chain,
-    write_task,
 )
+from envevo.catalog._blocks import _build
+from envevo.errors import TaskError, UserError
+from envevo.evolve._engine import GenerationContext
+from envevo.evolve.engines.procedural import ProceduralEngine, compose, quality_check, write_task
 from envevo.task import load_task
 from envevo.trace import Direction, Effort
 from tests.conftest import ROOT
@@ -79,7 +76,7 @@ def test_composition_is_deterministic_for_a_seed(seed):
     _build.cache_clear()
     assert compose(random_chain(None, 4, seed)).content_hash() == first
     # and in a fresh interpreter with another string-hash salt
-    code = ("from envevo.evolve.engines.procedural import compose, random_chain;"
+    code = ("from envevo.catalog import random_chain; from envevo.evolve.engines.procedural import compose;"
             f"print(compose(random_chain(None, 4, {seed})).content_hash())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          env={"PYTHONHASHSEED": "12345", "PATH": "/usr/bin:/bin"}, check=True)

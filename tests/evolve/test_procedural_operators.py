@@ -5,14 +5,8 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from envevo.evolve.engines.procedural import (
-    GOAL_CATEGORIES,
-    CatalogPrior,
-    candidates,
-    chain_problems,
-    mutate,
-    random_chain,
-)
+from envevo.catalog import GOAL_CATEGORIES, CatalogPrior, chain_problems, random_chain
+from envevo.evolve.engines.procedural import candidates, mutate
 from envevo.trace import Direction, Effort, check_direction, check_effort, edit_spans
 
 PRIOR = CatalogPrior()

@@ -40,7 +40,8 @@ def cluster(tmp_path, monkeypatch):
 
 
 def seeds(n: int = 3):
-    from envevo.evolve.engines.procedural import compose, random_chain
+    from envevo.catalog import random_chain
+    from envevo.evolve.engines.procedural import compose
 
     return [(f"seed{i}", compose(random_chain(None, 2, 100 + i))) for i in range(n)]
 
@@ -105,7 +106,8 @@ def test_verify_runs_each_trial_as_a_ray_task_on_a_remote_env(cluster, tmp_path)
     """`envevo verify --executor ray` on the fake remote provider: every trial on a worker, the verdicts intact."""
     import json
 
-    from envevo.evolve.engines.procedural import compose, random_chain
+    from envevo.catalog import random_chain
+    from envevo.evolve.engines.procedural import compose
     from envevo.task import save
     from tests.conftest import run_cli
 

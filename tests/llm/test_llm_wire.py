@@ -177,10 +177,11 @@ def test_a_lineage_over_budget_stops_cleanly_and_resumes_with_a_higher_cap(tmp_p
     assert store.versions("log-forensics")[-1].generation == 0  # nothing half-committed
     store.close()
 
-    # Resume with a higher cap: the lineage reopens and finishes the generation. This process never judged the
-    # seed, so the judge judges it once (the parent's verdict, against which the candidate is judged).
+    # Resume with a higher cap: the lineage reopens and finishes the generation. The seed's ξ is the stored one (no
+    # extraction spent on it again); only the candidate is extracted. This process never judged the seed, so the
+    # judge judges it once (the parent's verdict, against which the candidate is judged).
     script = Script(**{
-        "proposer-extract": [final(lf.extraction()), final(lf.candidate_extraction())],
+        "proposer-extract": [final(lf.candidate_extraction())],
         "proposer-plan": [final(lf.plan(clarified=True))],
         "reviewer": [final(lf.plan_review(accept=True))],
         "modifier": modifier_script(),
@@ -189,6 +190,7 @@ def test_a_lineage_over_budget_stops_cleanly_and_resumes_with_a_higher_cap(tmp_p
     with FakeOpenAI(script) as server:
         store, status, _ = evolve_once(tmp_path, server, max_tokens=10**7)
     assert status == "done" and store.version("log-forensics", 1) is not None
+    assert script.remaining() == {}
     store.close()
 
 

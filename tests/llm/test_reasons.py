@@ -6,15 +6,30 @@ pydantic-ai says "Increase the `max_tokens` model setting" (envevo's is `max_out
 """
 
 import asyncio
+import random
 
 import pytest
 from pydantic import BaseModel
 from pydantic_ai import ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.models import override_allow_model_requests
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from envevo.llm import LLMRuntime, LLMSettings, RoleFailed
+from envevo.evolve import EvolveConfig, GenerationContext, evolve
+from envevo.evolve.engines.llm import LLMEngine
+from envevo.evolve.engines.llm._text_actions import run_text_modifier
+from envevo.evolve.engines.llm._workspace import Workspace
+from envevo.llm import CandidateFailed, LLMRuntime, LLMSettings, RoleFailed
+from envevo.store import LineageStore
+from envevo.task import load_task, save
+from envevo.trace import Direction, Step, Trace
+from tests.fakes import log_forensics as lf
+from tests.fakes.models import scripted
 from tests.fakes.openai_server import FakeOpenAI, Script, error
+
+
+def lf_trace() -> Trace:
+    return Trace(goal=lf.GOAL, final=lf.FINAL, steps=tuple(Step(scenario=s, skill=k) for s, k in lf.STEPS))
 
 
 class Answer(BaseModel):
@@ -72,3 +87,62 @@ def test_a_request_over_the_servers_context_window_names_the_cap_to_lower():
         rt = LLMRuntime(LLMSettings(model="openai:fake-model", base_url=server.url, max_retries=0))
         with pytest.raises(RoleFailed, match=r"\(lower max_output_tokens under \[llm.roles.judge\], or serve a longer context\)"):
             asyncio.run(rt.run(rt.agent("judge", Answer, "envevo-role: judge"), "q", role="judge"))
+
+
+# ---- what the loop stores, and the text-action Modifier ------------------------------------------------------
+def _runtime(**models):
+    given = {r: models.get(r) or scripted(name=f"idle-{r}") for r in ("proposer", "reviewer", "modifier", "judge")}
+    return LLMRuntime(LLMSettings(roles={"proposer": {"max_output_tokens": 2048}, "modifier": {"max_output_tokens": 3000}},
+                                  modifier_requests=2), models=given)
+
+
+def test_a_proposer_answer_cut_at_its_cap_is_stored_as_cut_not_as_a_plan_that_changes_nothing(tmp_path):
+    def cut(messages, info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, '{"rationale": "a new step, because')],
+                             finish_reason="length")
+
+    store = LineageStore.open(tmp_path / "run")
+    seed = load_task(lf.SEED)
+    lid = store.create_lineage("log-forensics", seed, trace=lf_trace())
+    cfg = EvolveConfig(engine="llm", generations=1, plan_budget=1, directions=[Direction.SKILL])
+    statuses = asyncio.run(evolve(store, [lid], LLMEngine(_runtime(proposer=FunctionModel(cut))), cfg, verifiers=[]))
+    assert statuses[lid] == "terminated"
+    (plan,) = store.plans(lid, 1)
+    assert "changed nothing" not in plan.feedback and "does not change ξ" not in plan.feedback
+    assert "Model token limit (2048) exceeded while generating a tool call" in plan.feedback
+    assert "Raise max_output_tokens under [llm.roles.proposer]" in plan.feedback
+
+
+def _text_modifier(tmp_path, reply) -> tuple[str, list]:
+    seen = []
+
+    def answer(messages, info: AgentInfo) -> ModelResponse:
+        seen.append(messages)
+        return reply()
+
+    draft = save(load_task(lf.SEED), tmp_path / "draft")
+    ctx = GenerationContext(lineage="log-forensics", generation=1, rng=random.Random(0), workdir=tmp_path)
+    with pytest.raises(CandidateFailed) as e:
+        asyncio.run(run_text_modifier(_runtime(modifier=FunctionModel(answer)), Workspace(draft), "edit it", ctx, None))
+    return str(e.value), seen
+
+
+def test_a_text_modifier_request_over_the_context_window_names_the_cap_to_lower(tmp_path):
+    message = "This model's maximum context length is 32768 tokens. However, you requested 35000 tokens."
+
+    def refused():
+        raise ModelHTTPError(400, "fake-model", body={"message": message})
+
+    reason, _ = _text_modifier(tmp_path, refused)
+    assert reason.startswith("the Modifier did not finish: modifier: ")
+    assert reason.endswith("(lower max_output_tokens under [llm.roles.modifier], or serve a longer context)")
+
+
+def test_text_modifier_replies_cut_at_the_cap_are_said_to_be_cut(tmp_path):
+    reason, seen = _text_modifier(tmp_path, lambda: ModelResponse(
+        parts=[TextPart("The new step goes in first.\n\n```write instruction.md\nFind the attacker's")],
+        finish_reason="length"))
+    told = str(seen[1][-1].parts[0].content)
+    assert told.startswith("Your reply was cut at the output cap (3000 tokens)") and "No action found" not in told
+    assert reason == ("the Modifier did not finish: it used its 2 requests without a ```done block; 2 of its replies "
+                      "were cut at the output cap of 3000 tokens; raise max_output_tokens under [llm.roles.modifier]")

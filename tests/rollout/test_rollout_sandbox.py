@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from envevo.evolve.engines.procedural import build_blocks, random_chain, write_task
+from envevo.catalog import build_blocks, random_chain
+from envevo.evolve.engines.procedural import write_task
 from envevo.rollout import SIM_AGENT, sim_agent_kwargs
 from envevo.store import LineageStore
 from envevo.task import load_task

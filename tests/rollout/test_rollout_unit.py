@@ -15,9 +15,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from envevo.catalog import CatalogPrior, build_blocks, random_chain
 from envevo.cli.rollout_cmd import parse_fraction, rollout_reasons, select
 from envevo.errors import UserError
-from envevo.evolve.engines.procedural import CatalogPrior, build_blocks, random_chain, write_task
+from envevo.evolve.engines.procedural import write_task
 from envevo.rollout import PROFILES, agent_label, dir_targets, pass_at_k, pending, play, step_probability, summarize
 from envevo.store import LineageStore
 
@@ -75,7 +76,7 @@ def test_profiles_are_distinct_and_ordered() -> None:
 def test_rarer_skill_is_harder() -> None:
     prior, prof = CatalogPrior(), PROFILES["sim-medium"]
     goal = random_chain(None, 2, 0).goal
-    from envevo.evolve.engines.procedural import SCENARIOS, skills_for
+    from envevo.catalog import SCENARIOS, skills_for
 
     sc = next(s for s in SCENARIOS if len(skills_for(s)) > 1)
     by_cost = sorted(skills_for(sc), key=lambda k: prior.neg_log_p_skill(k, sc, goal))

@@ -16,8 +16,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from envevo.catalog import CatalogPrior, build_blocks, random_chain
 from envevo.cli.difficulty_cmd import difficulty
-from envevo.evolve.engines.procedural import CatalogPrior, build_blocks, compose, mutate, random_chain
+from envevo.evolve.engines.procedural import compose, mutate
 from envevo.rollout import PROFILES, SimProfile, play, step_outcomes, weakness
 from envevo.rollout._weakness import (
     VERIFIER_STDOUT,

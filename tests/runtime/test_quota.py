@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from envevo.evolve.engines.procedural import compose, random_chain
+from envevo.catalog import random_chain
+from envevo.evolve.engines.procedural import compose
 from envevo.runtime import Backoff, ErrorKind, TrialSpec, is_provider_error, run_trials, set_quota
 from envevo.task import save
 from tests.fakes.remote_env import FakeRemoteEnvironment as Fake

@@ -18,7 +18,8 @@ import pytest
 
 taskset = pytest.importorskip("verifiers.v1.tasksets.harbor.taskset", reason="make taskset-venv")
 
-from envevo.evolve.engines.procedural import compose, random_chain  # noqa: E402
+from envevo.catalog import random_chain  # noqa: E402
+from envevo.evolve.engines.procedural import compose  # noqa: E402
 from envevo.sandbox._publish import _name_images, publish_task  # noqa: E402
 from envevo.task import save  # noqa: E402
 from tests.conftest import FIXTURES  # noqa: E402

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from envevo.catalog import SCENARIOS, SKILLS, CatalogPrior, compatible
 from envevo.errors import UserError
-from envevo.evolve.engines.procedural import SCENARIOS, SKILLS, CatalogPrior, compatible
 from envevo.schedule import EnvRecord, EnvTable, ScheduleError, load_lineages, normalize_lineages, synthetic_lineages
 from envevo.store import LineageStore
 from tests.store.test_store_support import difficulty_of, tiny_task, trace_of

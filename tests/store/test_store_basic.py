@@ -560,5 +560,5 @@ def test_a_schema_2_store_upgrades_and_keeps_its_verifications(tmp_path: Path) -
         old.commit()
         old.close()
         (v,) = s.verifications(cid)
-        assert s.schema_version == SCHEMA_VERSION == 3
+        assert s.schema_version == SCHEMA_VERSION == 4
         assert (v.passed, v.inconclusive, v.reasons, v.notes, v.metrics) == (False, False, ["scored 0.0"], [], {})

@@ -77,7 +77,7 @@ def _old_store(tmp_path, generations=2):
     store.close()
     conn = sqlite3.connect(tmp_path / "run" / "store.sqlite")
     conn.execute("DROP TABLE version_drift")
-    for column in ("inconclusive", "notes", "metrics"):  # schema 3's
+    for column in ("inconclusive", "notes", "metrics", "findings"):  # schemas 3 and 4
         conn.execute(f"ALTER TABLE verifications DROP COLUMN {column}")
     conn.execute("DELETE FROM schema_version WHERE version > 1")
     conn.commit()
@@ -176,7 +176,8 @@ def test_drift_bound_validates_its_range():
 def test_procedural_lineages_stay_below_the_default_bound(tmp_path):
     """The calibration in docs/drift.md, in small: high effort, the procedural engine, containers replaced by a
     gate that passes every candidate (the procedural engine's candidates all pass the real verifiers in the demo)."""
-    from envevo.evolve.engines.procedural import compose, random_chain
+    from envevo.catalog import random_chain
+    from envevo.evolve.engines.procedural import compose
 
     store = LineageStore.open(tmp_path / "run")
     seed = compose(random_chain(None, length=3, seed=7))

@@ -15,10 +15,11 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from envevo.catalog import random_chain
 from envevo.cli.difficulty_cmd import difficulty as difficulty_cmd
 from envevo.errors import UserError
 from envevo.evolve import StoreRuns
-from envevo.evolve.engines.procedural import random_chain, write_task
+from envevo.evolve.engines.procedural import write_task
 from envevo.store import LineageStore
 from envevo.task import Task, save
 from envevo.trace import Step, Trace, _embed, difficulty

@@ -15,9 +15,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from envevo.catalog import random_chain
 from envevo.cli.difficulty_cmd import difficulty as difficulty_cmd
 from envevo.errors import UserError
-from envevo.evolve.engines.procedural import random_chain, write_task
+from envevo.evolve.engines.procedural import write_task
 from envevo.llm import LLMPrior
 from envevo.llm._reference_prior import _parse_probability
 from envevo.trace import Step, Trace, difficulty

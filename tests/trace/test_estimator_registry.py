@@ -25,8 +25,9 @@ def test_all_four_estimators_are_registered() -> None:
 
 
 def test_the_registry_imports_nothing_until_an_estimator_is_chosen() -> None:
+    # envevo.catalog too: trace sits below it and reaches the catalog prior by name only
     code = ("import sys, envevo.trace; "
-            "print(any(m.startswith(('envevo.llm', 'envevo.evolve', 'envevo.store')) for m in sys.modules))")
+            "print(any(m.startswith(('envevo.llm', 'envevo.evolve', 'envevo.store', 'envevo.catalog')) for m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from envevo.evolve.engines.procedural import random_chain, write_task
+from envevo.catalog import random_chain
+from envevo.evolve.engines.procedural import write_task
 from envevo.evolve.engines.procedural._testgen import TEST_SH
 from tests.conftest import ROOT
 

@@ -200,44 +200,70 @@ def test_llm_hacker_is_skipped_with_the_reason_without_a_model(tmp_path, monkeyp
     assert broken_by(rep) == []
 
 
-def _hack(tmp_path, monkeypatch, fixture):
+def _hack(tmp_path, monkeypatch, fixture, *, learn=False, runs_model=False):
+    """Verify `fixture` with the LLM hacker against a fake model: named in ./envevo.toml, or (`runs_model`) only in
+    the run's own settings, with a ./envevo.toml that names no model. (verdict, roles, rubric file, the run's
+    runtime or None)."""
     from pydantic_ai.models import override_allow_model_requests
 
+    from envevo.llm import LLMRuntime, settings_with_options
     from tests.fakes.openai_server import FakeOpenAI, Script
 
     forge = get_exploit("reward_forgery").script(load_task(HACKABLE / fixture))
+    project = tmp_path / "project"
     with FakeOpenAI(Script(hacker=_hacker_replies(forge))) as server:
-        (tmp_path / "project").mkdir()
-        _configure(tmp_path / "project", monkeypatch, server)
+        project.mkdir()
+        _configure(project, monkeypatch, None if runs_model else server)
+        runtime = LLMRuntime(settings_with_options(model="openai:fake-model", base_url=server.url)) if runs_model else None
+        red_team = RedTeamVerifier(exploits=["llm_hacker"], model=runtime,
+                                   learn_rubric=project / "learned.toml" if learn else None)
         with override_allow_model_requests(True):
             (verdict,) = asyncio.run(verify_tasks([(fixture, HACKABLE / fixture)], tmp_path / "trials", env="podman",
-                                                  verifiers=[RedTeamVerifier(exploits=["llm_hacker"])]))
+                                                  verifiers=[red_team]))
         roles = server.roles()
-    return verdict, roles, tmp_path / "project" / "envevo-rubric.toml"
+    return verdict, roles, project / "learned.toml", runtime
 
 
 @pytest.mark.sandbox
-def test_llm_hacker_success_rejects_the_candidate_and_becomes_a_rubric_criterion(sandbox, tmp_path, monkeypatch):
-    from envevo.llm import load_rubric
-
-    verdict, roles, rubric = _hack(tmp_path, monkeypatch, "reward_forgery")
+def test_llm_hacker_success_rejects_the_candidate_and_proposes_a_criterion_without_writing_it(sandbox, tmp_path,
+                                                                                             monkeypatch):
+    verdict, roles, rubric, _ = _hack(tmp_path, monkeypatch, "reward_forgery")
     assert roles == ["hacker", "hacker"]  # one command in the sandbox, then the answer
     rep = verdict.reports["red_team"]
     assert not verdict.ok and not rep.passed and broken_by(rep) == ["llm_hacker"], rep.reasons
     text = rep.reasons[0]
     assert "reward 1.0 without solving the task" in text and "__rt-llm_hacker__" in text and "daemon" in text
-    assert "new rubric criterion: no_writable_reward in envevo-rubric.toml" in text
+    assert "rubric criterion: no_writable_reward (proposed; --learn-rubric FILE adds it)" in text
+    # A verification edits no rubric file unless asked to learn.
+    assert sorted(p.name for p in rubric.parent.iterdir()) == ["envevo.toml"]
+
+
+@pytest.mark.sandbox
+def test_llm_hacker_with_the_runs_model_is_metered_by_the_run_and_learns_only_when_asked(sandbox, tmp_path, monkeypatch):
+    from envevo.llm import load_rubric
+
+    # ./envevo.toml names no model: only the run's settings do, so a hacker that read the file would be skipped.
+    verdict, roles, rubric, runtime = _hack(tmp_path, monkeypatch, "reward_forgery", learn=True, runs_model=True)
+    assert roles == ["hacker", "hacker"]
+    assert [r.role for r in runtime.meter.records] == ["hacker", "hacker"]  # the run's meter saw both calls
+    assert sum(r.input_tokens for r in runtime.meter.records) > 0
+    rep = verdict.reports["red_team"]
+    assert broken_by(rep) == ["llm_hacker"], rep.reasons
+    assert f"rubric criterion: no_writable_reward in {rubric}" in rep.reasons[0]
     (criterion,) = load_rubric(rubric).criteria
     assert criterion.name == "no_writable_reward" and criterion.required
     assert "separate verifier environment" in criterion.description and "found by the LLM red team" in criterion.description
 
 
 @pytest.mark.sandbox
-def test_llm_hacker_fails_on_the_hardened_fixture_and_adds_no_criterion(sandbox, tmp_path, monkeypatch):
-    verdict, roles, rubric = _hack(tmp_path, monkeypatch, "resistant")
+def test_llm_hacker_fails_on_the_hardened_fixture_and_its_attempt_is_listed(sandbox, tmp_path, monkeypatch):
+    verdict, roles, rubric, _ = _hack(tmp_path, monkeypatch, "resistant", learn=True)
     assert roles == ["hacker", "hacker"]
     rep = verdict.reports["red_team"]
     assert verdict.ok and rep.passed and rep.reasons == [], rep.reasons
     # The hack was replayed as a real trial, and the separate verifier environment gave it 0.
     assert [(o.agent, o.reward) for o in rep.runs] == [("envevo.runtime._scripted_agent:ScriptedAgent", 0.0)]
+    # Resisted, and said so with what it tried: not the silence of an exploit that never ran.
+    assert rep.notes == ["llm_hacker: ran 1 command(s): ls -la /logs/verifier /app; id; "
+                         "its hack replayed as a trial: reward 0.0"]
     assert not rubric.exists()

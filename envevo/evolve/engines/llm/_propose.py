@@ -95,9 +95,10 @@ async def propose(runtime: LLMRuntime, task: Task, trace: Trace, direction: Dire
     except RoleFailed as e:
         if "draft" in last:  # out of retries on a rule-breaking plan: hand it on, the loop records why it fails
             draft = last["draft"]
-        else:  # malformed output or a refusal: an unchanged ξ, which the loop rejects and records with the reason
+        else:  # a cut, malformed or refused answer: the loop rejects it with this reason (what to fix)
             return Proposal(direction=direction, effort=effort, before=trace, after=trace,
-                            summary=f"no usable plan from the proposer: {e}", plan={"error": str(e), **meta})
+                            summary=f"no usable plan from the proposer: {e}", plan={"error": str(e), **meta},
+                            error=f"no usable plan from the proposer: {e}")
     after = snap(trace, draft)
     plan = {"rationale": draft.rationale, "changes": draft.changes.model_dump(), "edits": edits(trace, after), **meta}
     return Proposal(direction=direction, effort=effort, before=trace, after=after, plan=plan, summary=draft.summary)

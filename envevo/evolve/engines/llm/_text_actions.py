@@ -6,6 +6,8 @@ old/new replacement), ```read PATH, ```list, ```delete PATH, ```run_tests and ``
 reply's actions run in order, as the tool Modifier's sequential tools do, through the same Workspace and the same
 ShellSession, and their results go back as the next user message. Old results are trimmed like the tool
 Modifier's (`_history`). The loop ends at ```done, or fails the candidate when the request budget runs out.
+A reply the output cap cut is said to be cut (its unfinished block did not run), and the failure counts the cuts
+and names the setting to raise; a failed request is told like every role's (envevo/llm/_reasons.py).
 
 Requests go through the role's guarded model (retries, endpoint gate, metering and budgets), one per turn.
 """
@@ -25,7 +27,7 @@ from envevo.evolve.engines.llm._history import trim_history
 from envevo.evolve.engines.llm._modifier_prompt import instructions
 from envevo.evolve.engines.llm._sandbox import ShellError, ShellSession
 from envevo.evolve.engines.llm._workspace import Workspace
-from envevo.llm import CandidateFailed, LLMRuntime
+from envevo.llm import CandidateFailed, LLMRuntime, RoleFailed, cut_replies, role_failure
 
 # A fence of three or more backticks, the action and its argument, the body, and the same fence closing it.
 _BLOCK = re.compile(r"^(?P<fence>`{3,})[ \t]*(?P<action>[A-Za-z_]+)[ \t]*(?P<arg>[^\n`]*?)[ \t]*\n"
@@ -34,6 +36,8 @@ _EDIT = re.compile(r"^<{7} ?old[ \t]*\n(?P<old>.*?)^={7}[ \t]*\n(?P<new>.*?)^>{7
 ACTIONS = ("bash", "sh", "write", "edit", "read", "list", "delete", "run_tests", "done")
 _NO_ACTION = ("No action found in your reply. Act with fenced blocks: ```bash, ```write PATH, ```edit PATH, "
               "```read PATH, ```list, ```delete PATH, ```run_tests, or ```done with your summary.")
+_CUT = ("Your reply was cut at the output cap ({cap} tokens): the block it was writing did not run. Send shorter "
+        "replies: fewer actions each, less text before them, a long file in smaller edits.")
 
 
 @dataclass(frozen=True)
@@ -87,13 +91,14 @@ async def run_text_modifier(runtime: LLMRuntime, ws: Workspace, request: str, ct
     settings = runtime.model_settings("modifier")
     params = ModelRequestParameters(allow_text_output=True)
     messages: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart(request)], instructions=system)]
+    cap, cuts = int(settings.get("max_tokens") or 0), 0
     with runtime.meter.scope("modifier", ctx.lineage, ctx.generation):
         for _ in range(budget):
             sent = trim_history(messages, observations_as_prompts=True)
             try:
                 response = await model_request(model, sent, model_settings=settings, model_request_parameters=params)
-            except (ModelAPIError, UnexpectedModelBehavior) as e:
-                raise CandidateFailed(f"the Modifier did not finish: {str(e).strip().splitlines()[0][:300]}") from e
+            except (ModelAPIError, UnexpectedModelBehavior) as e:  # told in envevo's settings, as the tool Modifier's
+                raise CandidateFailed(f"the Modifier did not finish: {RoleFailed('modifier', role_failure(e, 'modifier'))}") from e
             messages.append(response)
             reply = "".join(p.content for p in response.parts if isinstance(p, TextPart))
             results = []
@@ -101,5 +106,9 @@ async def run_text_modifier(runtime: LLMRuntime, ws: Workspace, request: str, ct
                 if action.name == "done":
                     return action.body.strip() or "done"
                 results.append(f"### {action.name} {action.arg}".rstrip() + "\n" + await _perform(action, ws, sandbox))
+            if response.finish_reason == "length":  # not "no action": the block it was writing never closed
+                cuts += 1
+                results.append(_CUT.format(cap=cap))
             messages.append(ModelRequest(parts=[UserPromptPart("\n\n".join(results) or _NO_ACTION)], instructions=system))
-    raise CandidateFailed(f"the Modifier did not finish: it used its {budget} requests without a ```done block")
+    why = f"it used its {budget} requests without a ```done block"
+    raise CandidateFailed(f"the Modifier did not finish: {why}" + (f"; {cut_replies('modifier', cuts, cap)}" if cuts else ""))
