@@ -30,7 +30,8 @@ OBJECT_STORE = 80 * 1024**2
 
 
 def seeds(n: int):
-    from envevo.evolve.engines.procedural import compose, random_chain
+    from envevo.catalog import random_chain
+    from envevo.evolve.engines.procedural import compose
 
     return [(f"seed{i}", compose(random_chain(None, 2, 500 + i))) for i in range(n)]
 
