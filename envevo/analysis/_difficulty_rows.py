@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -15,29 +14,27 @@ def reference(estimator: str | ReferenceDistribution) -> ReferenceDistribution:
     return get_estimator(estimator) if isinstance(estimator, str) else estimator
 
 
-def extract_traces(tasks: list, model: str, base_url: str | None = None, usage: list | None = None) -> list:
-    """ξ of each task by the LLM engine's Proposer (its extraction, evidence-checked), in one event loop. The
-    meter's records (envevo.llm.UsageRecord) of every call go to `usage`, also when one fails."""
-    from envevo.evolve import make_engine
+async def extract_traces(tasks: list, model: str, base_url: str | None = None, usage: list | None = None) -> list:
+    """ξ of each task by the LLM engine's Proposer (its extraction, evidence-checked), on the caller's event loop.
+    The meter's records (envevo.llm.UsageRecord) of every call go to `usage`, also when one fails."""
+    from envevo.evolve import make_engine, uses_models
     from envevo.llm import settings_with_options
 
     engine, _ = make_engine("llm", settings_with_options(model=model, base_url=base_url))
-
-    async def run() -> list:
+    assert uses_models(engine)  # the llm engine declares Capability.USES_LLM
+    try:
         await engine.preflight()
         return [await engine.extract_trace(t) for t in tasks]
-
-    try:
-        return asyncio.run(run())
     finally:
         if usage is not None:
             usage.extend(engine.runtime.meter.records)
 
 
-def task_rows(paths: list[Path], estimator: str | ReferenceDistribution = "catalog", extract_model: str | None = None,
-              base_url: str | None = None, usage: list | None = None) -> list[dict[str, Any]]:
+async def task_rows(paths: list[Path], estimator: str | ReferenceDistribution = "catalog",
+                    extract_model: str | None = None, base_url: str | None = None,
+                    usage: list | None = None) -> list[dict[str, Any]]:
     """One row per task dir: its ξ and D_T terms. ξ comes from [metadata.envevo], else from `extract_model`, whose
-    usage records go to `usage`."""
+    usage records go to `usage`. Async because that extraction asks a model: the caller owns the event loop."""
     from envevo.task import load_task
 
     p = reference(estimator)
@@ -45,7 +42,8 @@ def task_rows(paths: list[Path], estimator: str | ReferenceDistribution = "catal
     need = [t for t in tasks if not has_trace(t)]
     extracted = {}
     if need and extract_model is not None:
-        extracted = {t.content_hash(): x for t, x in zip(need, extract_traces(need, extract_model, base_url, usage), strict=True)}
+        traces = await extract_traces(need, extract_model, base_url, usage)
+        extracted = {t.content_hash(): x for t, x in zip(need, traces, strict=True)}
     rows = []
     for path, task in zip(paths, tasks, strict=True):
         key = task.content_hash()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -104,7 +105,8 @@ def difficulty(
     if is_run_dir(target):
         kind, rows = "run", run_rows(target, p)
     else:
-        kind, rows = "tasks", task_rows(expand_task_dirs([target]), p, extract_model, base_url, usage=records)
+        # the one event loop of this command: extraction asks a model
+        kind, rows = "tasks", asyncio.run(task_rows(expand_task_dirs([target]), p, extract_model, base_url, usage=records))
     usage = model_usage(records, p)
     if json_out:
         info = {"estimator_info": p.describe()} if hasattr(p, "describe") else {}
@@ -184,20 +186,3 @@ def weakness_output(target: Path, *, agent: str | None, model: str | None, estim
     if rep.simulated:
         err.print("simulated agents: this weakness is SIMULATION, not a model's")
 
-
-def weakness_target(run: Path, agent: str | None) -> Any:
-    """`envevo evolve --target-weakness RUN --agent A`: A's δ_θ per skill and scenario from RUN's rollouts, as the
-    procedural engine's WeaknessTarget (estimated as `envevo difficulty RUN --weakness` does, p_T: the run's own)."""
-    from envevo.evolve.engines.procedural import WeaknessTarget
-    from envevo.rollout import weakness
-    from envevo.store import LineageStore
-
-    if not is_run_dir(run):
-        raise UserError(f"--target-weakness {run}: not a run (no store.sqlite); pass an `envevo evolve` --out dir "
-                        "rolled out with `envevo rollout RUN --agent A`")
-    p = choose_estimator(run, None)
-    with LineageStore.open(run, create=False) as store:
-        rep = weakness(store, agent=agent, p=p)
-    return WeaknessTarget(agent=rep.agent, model=rep.model, source=str(run.resolve()),
-                          skills={r.skill: r.delta for r in rep.skills if r.skill},
-                          scenarios={r.scenario: r.delta for r in rep.scenarios if r.scenario})

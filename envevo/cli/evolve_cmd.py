@@ -114,8 +114,18 @@ def evolve(
     target_agent: o.TargetAgent = None,
 ) -> None:
     """Evolve each seed into a lineage of harder, verified generations."""
+    from envevo.evolve import (
+        Capability,
+        engine_capabilities,
+        is_targetable,
+        make_engine,
+        open_run,
+        run_verifiers,
+        scale_out,
+        start_lineages,
+        uses_models,
+    )
     from envevo.evolve import evolve as run_evolve
-    from envevo.evolve import make_engine, open_run, run_verifiers, scale_out, start_lineages, uses_llm
     from envevo.llm import settings_with_options
     from envevo.task import first_duplicate, load_task
 
@@ -129,43 +139,47 @@ def evolve(
     check_mutation(mutation)
     preflight(env)
     executor = scale_out(executor_name, ray_address, max_sandboxes, start_rate)
-    llm = uses_llm(engine_name)
+    capabilities = engine_capabilities(engine_name)
     settings = settings_with_options(llm_config, model, base_url, api_key_env, role_model, max_cost, max_tokens,
-                                     price, record, replay) if llm else None
+                                     price, record, replay) if Capability.USES_LLM in capabilities else None
     engine, checks = make_engine(engine_name, settings, env=env, rubric_files=rubric)
     if target_weakness is not None or target_agent is not None:
-        from envevo.cli.difficulty_cmd import weakness_target
+        from envevo.cli.difficulty_cmd import choose_estimator
+        from envevo.rollout import weakness_target
 
         if target_weakness is None:
             raise UserError("--agent names whose weakness to target; give the run of its rollouts with --target-weakness RUN")
-        if engine_name != "procedural":
+        if not is_targetable(engine):
             raise UserError("--target-weakness steers the procedural engine only; use --engine procedural or drop it")
-        engine.target = weakness_target(target_weakness, target_agent)
-    if llm:
+        # p_T: the run's own, as `envevo difficulty RUN --weakness` takes it (its notes go to stderr)
+        engine.target = weakness_target(target_weakness, target_agent, choose_estimator(target_weakness, None))
+    if uses_models(engine):
         asyncio.run(engine.preflight())  # a missing key or a dead endpoint: one line, before any work
     given = EvolveConfig(
         engine=engine_name, generations=generations, effort=effort, seed=seed, directions=parse_directions(directions),
         plan_budget=plan_budget, env_budget=env_budget, env=env, repeats=repeats, red_team=red_team, mutation=mutation,
         trial_concurrency=trial_concurrency, lineage_concurrency=lineages, max_drift=parse_max_drift(max_drift),
         # Recorded so that --resume refuses to continue a lineage with different models.
-        models={role: spec.label for role, spec in engine.runtime.specs().items()} if llm else {},
-        weakness_target=engine.target.model_dump(mode="json") if getattr(engine, "target", None) else None,
+        models={role: spec.label for role, spec in engine.runtime.specs().items()} if uses_models(engine) else {},
+        weakness_target=engine.target.model_dump(mode="json") if is_targetable(engine) and engine.target else None,
     )
     tasks = [load_task(s) for s in seeds]
     names = [p.resolve().name for p in seeds]
     if first_duplicate(names):
         raise UserError("two seeds share a folder name; lineages are named after it, so rename one")
-    for task in tasks if not llm else ():  # refuse seeds the engine cannot read before anything is written
-        asyncio.run(engine.extract_trace(task))  # (an LLM extraction that fails skips its seed, in start_lineages)
+    # Refuse seeds the engine cannot read before anything is written (a model's extraction that fails skips its
+    # seed instead, in start_lineages).
+    for task in tasks if Capability.OFFLINE_EXTRACTION in engine.capabilities else ():
+        asyncio.run(engine.extract_trace(task))
     store, cfg = open_run(out_dir, given, resume=resume)
-    if cfg.weakness_target is not None:  # on a resume, the δ the run started with
+    if cfg.weakness_target is not None and is_targetable(engine):  # on a resume, the δ the run started with
         from envevo.evolve.engines.procedural import WeaknessTarget
 
         engine.target = WeaknessTarget.model_validate(cfg.weakness_target)
         err.print(f"targeting the weakness of {engine.target.agent}: "
                   + (", ".join(f"{k} δ={v:.2f}" for k, v in engine.target.weakest()) or "no δ > 0 yet (untargeted)"),
                   markup=False, highlight=False)
-    if llm:
+    if uses_models(engine):
         engine.attach_store(store)  # usage rows per role; budgets resume from what the store recorded
 
     lines = plain()  # stderr not a terminal (nohup, CI): plain lines, as the live bar would show nothing

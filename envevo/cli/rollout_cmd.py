@@ -131,9 +131,9 @@ def select(
 
     check_red_team(red_team)
     check_mutation(mutation)
-    doc = select_seeds(tasks, rollouts_run, out_dir, max_pass=max_pass, min_turns=min_turns, agent=agent,
-                       verify=verify, env=env, concurrency=concurrency, red_team=red_team, mutation=mutation,
-                       notify=lambda line: err.print(line, highlight=False, markup=False))
+    doc = asyncio.run(select_seeds(tasks, rollouts_run, out_dir, max_pass=max_pass, min_turns=min_turns, agent=agent,
+                                   verify=verify, env=env, concurrency=concurrency, red_team=red_team,
+                                   mutation=mutation, notify=lambda line: err.print(line, highlight=False, markup=False)))
     if json_out:
         print_json(doc)
         return

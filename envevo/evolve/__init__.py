@@ -1,8 +1,22 @@
 """Evolution: the engine interface, the two gated loops of a generation, and the lineage runner."""
 
 from envevo.evolve._config import EvolveConfig
-from envevo.evolve._engine import CandidateFailed, CriterionVerdict, Engine, EngineStop, GenerationContext, Proposal, Review
-from envevo.evolve._engines_factory import ENGINES, engine_names, make_engine, uses_llm
+from envevo.evolve._engine import (
+                                   CandidateFailed,
+                                   Capability,
+                                   CriterionVerdict,
+                                   Engine,
+                                   EngineClass,
+                                   EngineStop,
+                                   GenerationContext,
+                                   ModelEngine,
+                                   Proposal,
+                                   Review,
+                                   TargetableEngine,
+                                   is_targetable,
+                                   uses_models,
+)
+from envevo.evolve._engines_factory import ENGINES, engine_capabilities, engine_class, engine_names, make_engine, uses_llm
 from envevo.evolve._estimators import StoreRuns, corpus_prior, recorded_estimator_names, recorded_run_estimators, run_estimator
 from envevo.evolve._executor import EXECUTORS, AsyncioExecutor, Executor, make_executor, scale_out
 from envevo.evolve._loop import Event, LineageRunner, direction_order, evolve, run_verifiers, start_lineages
@@ -14,21 +28,28 @@ __all__ = [
     "RESUME_MAY_CHANGE",
     "AsyncioExecutor",
     "CandidateFailed",
+    "Capability",
     "CriterionVerdict",
     "Engine",
+    "EngineClass",
     "EngineStop",
     "EvolveConfig",
     "Event",
     "Executor",
     "GenerationContext",
     "LineageRunner",
+    "ModelEngine",
     "Proposal",
     "Review",
     "StoreRuns",
+    "TargetableEngine",
     "corpus_prior",
     "direction_order",
+    "engine_capabilities",
+    "engine_class",
     "engine_names",
     "evolve",
+    "is_targetable",
     "make_engine",
     "make_executor",
     "open_run",
@@ -40,4 +61,5 @@ __all__ = [
     "run_verifiers",
     "start_lineages",
     "uses_llm",
+    "uses_models",
 ]

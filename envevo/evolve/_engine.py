@@ -4,13 +4,21 @@ The loop owns control flow, budgets, effort and direction checks, verification a
 answers four questions, matching the paper's roles: what is ξ here (extract_trace), how would you change it
 (propose, the Proposer), is that plan good (review, the Reviewer), and produce the changed task (modify,
 the Modifier). It also names its reference distribution p_T, so every version gets an exact D_T.
+
+Beyond the loop, an engine declares what else it offers as `capabilities`, and the CLI asks those, never an engine's
+name: a model-driven engine (USES_LLM) is a ModelEngine the CLI preflights and meters; one that can be steered
+toward an agent's weakness (WEAKNESS_TARGET) is a TargetableEngine; one whose ξ needs no model
+(OFFLINE_EXTRACTION) lets the CLI refuse unreadable seeds before a run starts. The registry (_engines_factory.py)
+holds engine classes, so capabilities are known before an engine is built (an LLM engine needs settings first).
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
+from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeGuard, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,7 +26,35 @@ from envevo.errors import CandidateFailed, EngineStop
 from envevo.task import Task
 from envevo.trace import Direction, Effort, ReferenceDistribution, Trace
 
-__all__ = ["CandidateFailed", "CriterionVerdict", "Engine", "EngineStop", "GenerationContext", "Proposal", "Review"]
+if TYPE_CHECKING:
+    from envevo.evolve.engines.procedural import WeaknessTarget
+    from envevo.llm import LLMRuntime, LLMSettings
+    from envevo.store import LineageStore
+    from envevo.verify import TaskVerifier
+
+__all__ = [
+    "CandidateFailed",
+    "Capability",
+    "CriterionVerdict",
+    "Engine",
+    "EngineClass",
+    "EngineStop",
+    "GenerationContext",
+    "ModelEngine",
+    "Proposal",
+    "Review",
+    "TargetableEngine",
+    "is_targetable",
+    "uses_models",
+]
+
+
+class Capability(StrEnum):
+    """What an engine offers beyond the loop's methods; the CLI keeps to these."""
+
+    USES_LLM = "uses_llm"  # built from LLMSettings; a ModelEngine (model options, preflight, metered store)
+    WEAKNESS_TARGET = "weakness_target"  # a TargetableEngine: `--target-weakness` steers it
+    OFFLINE_EXTRACTION = "offline_extraction"  # extract_trace needs no model: seeds are checked before a run
 
 
 class GenerationContext(BaseModel):
@@ -62,6 +98,7 @@ class Review(BaseModel):
 @runtime_checkable
 class Engine(Protocol):
     name: str
+    capabilities: ClassVar[frozenset[Capability]]
 
     def reference(self) -> ReferenceDistribution:
         """p_T used for D_T of every version this engine produces."""
@@ -80,3 +117,42 @@ class Engine(Protocol):
     async def modify(self, task: Task, proposal: Proposal, feedback: list[str], ctx: GenerationContext) -> Task:
         """The candidate task realizing the plan; `feedback` holds the verifiers' reasons from earlier attempts."""
         ...
+
+
+class ModelEngine(Engine, Protocol):
+    """An engine with Capability.USES_LLM: its roles call models through `runtime`."""
+
+    runtime: LLMRuntime
+
+    async def preflight(self) -> None:
+        """A missing key or a dead endpoint as one clear error, before any work."""
+        ...
+
+    def attach_store(self, store: LineageStore) -> None:
+        """Record usage in the run's store, and start budgets from what it already recorded."""
+        ...
+
+
+class TargetableEngine(Engine, Protocol):
+    """An engine with Capability.WEAKNESS_TARGET: among admissible edits it prefers those that raise `target`'s δ_θ."""
+
+    target: WeaknessTarget | None
+
+
+class EngineClass(Protocol):
+    """What the registry holds: an engine class, its capabilities readable before one is built."""
+
+    capabilities: frozenset[Capability]
+
+    def build(self, settings: LLMSettings | None, *, env: str,
+              rubric_files: Sequence[Path]) -> tuple[Engine, Sequence[TaskVerifier]]:
+        """The engine and its rubric-slot checks."""
+        ...
+
+
+def uses_models(engine: Engine) -> TypeGuard[ModelEngine]:
+    return Capability.USES_LLM in engine.capabilities
+
+
+def is_targetable(engine: Engine) -> TypeGuard[TargetableEngine]:
+    return Capability.WEAKNESS_TARGET in engine.capabilities

@@ -17,13 +17,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from envevo.errors import UserError
 from envevo.evolve._config import EvolveConfig
 from envevo.evolve._engine import CandidateFailed, Engine, EngineStop, GenerationContext, Proposal, Review
 from envevo.evolve._remote import Recorder, StoreRecorder
-from envevo.store import Lineage, LineageStore, Version
+from envevo.store import Lineage, LineageStore, Version, VersionCommit
 from envevo.task import Task, save
 from envevo.trace import Direction, Drift, Trace, check_direction, check_effort, difficulty
 from envevo.verify import DriftBound, TaskVerifier, TrialVerifier, default_verifiers, verify_candidate
@@ -79,7 +79,7 @@ class GenerationWork:
         self.on_event = on_event or (lambda e: None)
         self.verifiers = list(verifiers) if verifiers is not None else run_verifiers(engine, config)
 
-    async def run(self, lineage: str, g: int, parent: Version, rec: Recorder) -> str | None:
+    async def run[I](self, lineage: str, g: int, parent: Version, rec: Recorder[I]) -> str | None:
         """Run generation g on top of `parent`; None when a version was committed, else why the lineage ends."""
         task = rec.task(parent.task_hash)
         # The ξ committed with the parent: a fresh extraction (a new process, an LLM) could differ from what the
@@ -103,14 +103,14 @@ class GenerationWork:
             why_not.append(f"{direction.value}: no candidate verified within {self.cfg.env_budget} rounds")
         return f"generation {g}: all directions failed ({'; '.join(why_not)})"
 
-    async def _plan_loop(self, rec: Recorder, lineage: str, g: int, task: Task, trace: Trace, direction: Direction,
-                         ctx: GenerationContext) -> tuple[Proposal, Any] | None:
+    async def _plan_loop[I](self, rec: Recorder[I], lineage: str, g: int, task: Task, trace: Trace,
+                            direction: Direction, ctx: GenerationContext) -> tuple[Proposal, I] | None:
         feedback: list[str] = []
         for attempt in range(1, self.cfg.plan_budget + 1):
             proposal = await self.engine.propose(task, trace, direction, self.cfg.effort, list(feedback), ctx)
             if proposal is None:
-                await rec.write("add_plan", lineage, g, direction.value, attempt, None, None,
-                                accepted=False, feedback="no edit possible in this direction")
+                await rec.add_plan(lineage, g, direction.value, attempt, None, None,
+                                   accepted=False, feedback="no edit possible in this direction")
                 self.on_event(Event(lineage, g, "plan", f"{direction.value}: no edit possible"))
                 return None
             # The loop enforces direction semantics and effort itself, whatever the engine claims.
@@ -121,15 +121,15 @@ class GenerationWork:
                 review = Review(accepted=False, feedback="; ".join(problems))
             else:
                 review = await self.engine.review(task, proposal, ctx)
-            plan_id = await rec.write("add_plan", lineage, g, direction.value, attempt, proposal, review)
+            plan_id = await rec.add_plan(lineage, g, direction.value, attempt, proposal, review)
             self.on_event(Event(lineage, g, "plan", f"{direction.value} #{attempt}: {'accepted' if review.accepted else 'rejected'}"))
             if review.accepted:
                 return proposal, plan_id
             feedback.append(review.feedback or "rejected")
         return None
 
-    async def _environment_loop(self, rec: Recorder, lineage: str, g: int, parent: Version, task: Task,
-                                proposal: Proposal, plan_id: Any, ctx: GenerationContext) -> bool:
+    async def _environment_loop[I](self, rec: Recorder[I], lineage: str, g: int, parent: Version, task: Task,
+                                   proposal: Proposal, plan_id: I, ctx: GenerationContext) -> bool:
         feedback: list[str] = []
         direction = proposal.direction.value
         checks, bound = list(self.checks), None
@@ -143,11 +143,11 @@ class GenerationWork:
             except CandidateFailed as e:  # nothing to verify; the reason goes back to the Modifier
                 self.on_event(Event(lineage, g, "candidate", f"{direction} #{attempt}: {e}"))
                 # Stored like every other candidate, with no task: the run's history shows the attempt.
-                await rec.write("add_candidate", lineage, g, direction, attempt, None, plan_id=plan_id,
-                                accepted=False, reasons=[f"modifier: {e}"])
+                await rec.add_candidate(lineage, g, direction, attempt, None, plan_id=plan_id,
+                                        accepted=False, reasons=[f"modifier: {e}"])
                 feedback.append(f"modifier: {e}")
                 continue
-            candidate_id = await rec.write("add_candidate", lineage, g, direction, attempt, candidate, plan_id=plan_id)
+            candidate_id = await rec.add_candidate(lineage, g, direction, attempt, candidate, plan_id=plan_id)
             # Verify a working copy: the stored version dir is immutable and Harbor must not touch it.
             task_dir = save(candidate, ctx.workdir / f"candidate-{attempt}", overwrite=True)
             trials_dir = ctx.workdir / f"trials-{attempt}"
@@ -161,24 +161,24 @@ class GenerationWork:
             )
             wall = time.monotonic() - t0
             for report in verdict.reports.values():
-                await rec.write("add_verifier_report", candidate_id, report, wall_seconds=wall)
-            await rec.write("set_candidate_result", candidate_id, verdict.ok, verdict.reasons)
+                await rec.add_verifier_report(candidate_id, report, wall_seconds=wall)
+            await rec.set_candidate_result(candidate_id, verdict.ok, verdict.reasons)
             if verdict.ok:
                 new_trace = await self.engine.extract_trace(candidate)
                 drift = bound.last if bound is not None else await self._drift(rec, lineage, g, candidate, parent.task_hash)
                 # The commit point: one transaction.
-                await rec.write(
-                    "commit_generation", lineage, g, candidate,
+                await rec.commit_generation(VersionCommit(
+                    lineage_id=lineage, generation=g, task=candidate,
                     direction=direction, effort=self.cfg.effort.value, trace=new_trace,
                     difficulty=difficulty(new_trace, self.engine.reference()), verified=True,
-                    parent_hash=parent.task_hash, candidate_id=candidate_id, drift=drift,
-                )
+                    parent_hash=parent.task_hash, drift=drift,
+                ), candidate_id=candidate_id)
                 self.on_event(Event(lineage, g, "accepted", f"{direction}: L={new_trace.L}"))
                 return True
             feedback.extend(verdict.reasons)
         return False
 
-    async def _drift(self, rec: Recorder, lineage: str, g: int, candidate: Task, parent_hash: str) -> Drift | None:
+    async def _drift[I](self, rec: Recorder[I], lineage: str, g: int, candidate: Task, parent_hash: str) -> Drift | None:
         """The candidate's drift, to commit with it; None (computed on first read) when the encoder is missing."""
         try:
             return await rec.measure_drift(lineage, candidate, parent_hash)

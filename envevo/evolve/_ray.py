@@ -26,7 +26,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from envevo.errors import EngineStop
 from envevo.evolve._executor import AsyncioExecutor
 from envevo.evolve._loop import Event, GenerationWork
-from envevo.evolve._remote import BufferRecorder, Record, replay
+from envevo.evolve._remote import AddUsage, BufferRecorder, Record, replay
 from envevo.task import Task, load_task, save
 
 if TYPE_CHECKING:
@@ -117,9 +117,8 @@ def _attach_usage(engine: Any, rec: BufferRecorder) -> None:
         return
 
     def note(u: Any) -> None:
-        rec.records.append(Record("add_usage", (u.role,), dict(
-            input_tokens=u.input_tokens, output_tokens=u.output_tokens, model=u.model, cost_usd=u.cost_usd,
-            lineage_id=u.lineage, generation=u.generation)))
+        rec.add_usage(u.role, input_tokens=u.input_tokens, output_tokens=u.output_tokens, model=u.model,
+                      cost_usd=u.cost_usd, lineage_id=u.lineage, generation=u.generation)
 
     meter.on_usage = note
 
@@ -301,10 +300,10 @@ class RayExecutor(AsyncioExecutor):
         await asyncio.to_thread(replay, runner.store, result.records)
         if meter is not None:  # the driver's meter learns what the worker spent
             for rec in result.records:
-                if rec.op == "add_usage" and rec.kwargs.get("lineage_id"):
-                    lid, spent = rec.kwargs["lineage_id"], meter.spent(rec.kwargs["lineage_id"])
-                    meter.preload(lid, spent.tokens + rec.kwargs["input_tokens"] + rec.kwargs["output_tokens"],
-                                  spent.cost_usd + (rec.kwargs["cost_usd"] or 0.0))
+                if isinstance(rec, AddUsage) and rec.lineage_id:
+                    spent = meter.spent(rec.lineage_id)
+                    meter.preload(rec.lineage_id, spent.tokens + rec.input_tokens + rec.output_tokens,
+                                  spent.cost_usd + (rec.cost_usd or 0.0))
         if result.stop is not None:
             status, message = result.stop
             stop = EngineStop(message)

@@ -38,12 +38,12 @@ from envevo.rollout._run import (
                                  parse_agent_kwargs,
                                  pending,
                                  rollout,
-                                 run_rollouts,
                                  run_targets,
                                  sim_agent_kwargs,
 )
 from envevo.rollout._select import parse_fraction, rollout_reasons, select_seeds
 from envevo.rollout._stats import RolloutSummary, pass_at_k, summarize
+from envevo.rollout._target import run_reference, weakness_target
 from envevo.rollout._weakness import WeaknessReport, WeaknessRow, step_outcomes, weakness
 
 __all__ = [
@@ -82,7 +82,7 @@ __all__ = [
     "rollout",
     "rollout_reasons",
     "seed_pool",
-    "run_rollouts",
+    "run_reference",
     "run_targets",
     "select_seeds",
     "sim_agent_kwargs",
@@ -92,4 +92,5 @@ __all__ = [
     "WeaknessRow",
     "step_outcomes",
     "weakness",
+    "weakness_target",
 ]

@@ -190,8 +190,3 @@ async def rollout(targets: Sequence[Target], agent: str, model: str | None, k: i
         summaries.append(summarize(t.name, rows, task_hash=t.task_hash, lineage=t.lineage, generation=t.generation,
                                    agent=agent, model=model, simulated=is_simulated(agent)))
     return summaries
-
-
-def run_rollouts(*args, **kwargs) -> list[RolloutSummary]:
-    """`rollout` in one fresh event loop (Harbor keeps loop-bound locks: one loop per command)."""
-    return asyncio.run(rollout(*args, **kwargs))

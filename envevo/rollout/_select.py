@@ -3,7 +3,6 @@ invalid-test pass); the kept tasks are copied to `OUT/tasks/`, the decision per 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
 from collections.abc import Callable
@@ -41,14 +40,15 @@ def rollout_reasons(summary: RolloutSummary, max_pass: float, min_turns: float) 
     return reasons
 
 
-def select_seeds(tasks: list[Path], rollouts_run: Path, out_dir: Path, *, max_pass: str = "4/8", min_turns: float = 30,
+async def select_seeds(tasks: list[Path], rollouts_run: Path, out_dir: Path, *, max_pass: str = "4/8", min_turns: float = 30,
                  agent: str | None = None, verify: bool = True, env: str = "podman", concurrency: int = 3,
                  red_team: str | None = None, mutation: str | None = None,
                  notify: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Select seeds among `tasks` by the rollouts stored in `rollouts_run`; returns the selection.json document.
 
     `verify` checks the survivors with the verifiers `evolve` gates a seed with (red team and mutation default to
-    evolve's), so a selected seed does not then end its lineage at the seed gate."""
+    evolve's), so a selected seed does not then end its lineage at the seed gate. Async because verifying runs
+    trials: the caller owns the one event loop of its command (Harbor keeps loop-bound locks)."""
     from envevo.store import LineageStore
 
     limit = parse_fraction(max_pass)
@@ -75,8 +75,8 @@ def select_seeds(tasks: list[Path], rollouts_run: Path, out_dir: Path, *, max_pa
                                       mutation=mutation or gate.mutation)
         preflight(env, notify)
         jobs = (out_dir / "_verify").resolve()
-        verdicts = asyncio.run(verify_tasks([(r["task"].replace("/", "__"), Path(r["path"])) for r in survivors], jobs,
-                                            env=env, verifiers=verifiers, concurrency=concurrency))
+        verdicts = await verify_tasks([(r["task"].replace("/", "__"), Path(r["path"])) for r in survivors], jobs,
+                                      env=env, verifiers=verifiers, concurrency=concurrency)
         for r, v in zip(survivors, verdicts, strict=True):
             r["reasons"] += [f"verifier: {x}" for x in v.reasons] if not v.ok else []
     out_dir.mkdir(parents=True, exist_ok=True)

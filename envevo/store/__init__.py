@@ -24,6 +24,7 @@ from envevo.store._models import (
     UsageTotal,
     Verification,
     Version,
+    VersionCommit,
 )
 from envevo.store._paths import RunPaths
 from envevo.store._schema import SCHEMA_VERSION
@@ -46,6 +47,7 @@ __all__ = [
     "UsageTotal",
     "Verification",
     "Version",
+    "VersionCommit",
     "export_flat",
     "export_harbor",
     "export_name",

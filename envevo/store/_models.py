@@ -8,7 +8,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from envevo.errors import UserError
-from envevo.trace import Difficulty, Drift, Trace
+from envevo.task import Task
+from envevo.trace import Difficulty, Direction, Drift, Effort, Trace
 from envevo.verify import Finding
 
 
@@ -70,6 +71,23 @@ class Version(BaseModel):
     @property
     def D_T(self) -> float | None:  # noqa: N802
         return self.difficulty.D_T if self.difficulty is not None else None
+
+
+class VersionCommit(BaseModel):
+    """An evolved generation to commit (`LineageStore.commit`): the version row's inputs, checked there."""
+
+    lineage_id: str
+    generation: int
+    task: Task
+    direction: Direction | str  # checked at the commit, with the store's own message
+    effort: Effort | str
+    trace: Trace | None = None
+    difficulty: Difficulty | None = None
+    mutated: tuple[str, ...] | None = Field(None, description="components changed from the parent; None: diff them")
+    verified: bool
+    parent_hash: str | None = Field(None, description="None: the lineage's generation - 1, from the store")
+    candidate_id: int | None = None
+    drift: Drift | None = Field(None, description="None: measured on first read")
 
 
 class GenerationTry(BaseModel):

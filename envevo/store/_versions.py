@@ -10,7 +10,7 @@ from envevo.errors import TaskError
 from envevo.store._encode import component_list, direction_value, effort_value, l_and_dt, now, to_json
 from envevo.store._history import GenerationHistory
 from envevo.store._lineages import Lineages
-from envevo.store._models import StoreError, Version
+from envevo.store._models import StoreError, Version, VersionCommit
 from envevo.task import Task, diff_tasks
 from envevo.trace import Difficulty, Direction, Drift, Effort, Trace
 from envevo.trace import measure_drift as measure_task_drift
@@ -89,9 +89,16 @@ class Versions(Lineages, GenerationHistory):
         candidate_id: int | None = None,
         drift: Drift | None = None,
     ) -> Version:
+        """:meth:`commit` with the row's fields as arguments (the form most callers and tests use)."""
+        return self.commit(VersionCommit(
+            lineage_id=lineage_id, generation=generation, task=task, direction=direction, effort=effort,
+            trace=trace, difficulty=difficulty, mutated=None if mutated is None else tuple(mutated), verified=verified,
+            parent_hash=parent_hash, candidate_id=candidate_id, drift=drift))
+
+    def commit(self, new: VersionCommit) -> Version:
         """THE commit point of a generation: store the task dir, then record the version in one transaction.
 
-        ``drift`` (see :meth:`measure_drift`) is recorded in the same transaction; without it the version gets its
+        ``new.drift`` (see :meth:`measure_drift`) is recorded in the same transaction; without it the version gets its
         drift computed on first read (:meth:`ensure_drift`).
 
         ``generation`` must be :meth:`next_generation`, and ``parent_hash`` (by default taken from the store)
@@ -101,7 +108,10 @@ class Versions(Lineages, GenerationHistory):
 
         It blocks on fsyncs: async callers run it with ``await asyncio.to_thread(store.commit_generation, …)``.
         """
-        direction_s, effort_s = direction_value(direction), effort_value(effort)
+        # The row's fields, under the names the checks and the SQL below have always used.
+        lineage_id, generation, task, trace, difficulty = new.lineage_id, new.generation, new.task, new.trace, new.difficulty
+        mutated, verified, parent_hash, candidate_id, drift = new.mutated, new.verified, new.parent_hash, new.candidate_id, new.drift
+        direction_s, effort_s = direction_value(new.direction), effort_value(new.effort)
         if trace is not None and difficulty is not None and trace.L != difficulty.L:
             raise StoreError(
                 f"generation {generation} of lineage {lineage_id}: ξ has L={trace.L} but D_T was computed for L={difficulty.L}"

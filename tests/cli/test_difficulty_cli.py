@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -26,7 +27,7 @@ app.command()(difficulty)
 def test_task_difficulty_matches_the_catalog_prior(tmp_path: Path) -> None:
     chain = random_chain(None, 3, 7)
     path = write_task(chain, tmp_path / "t")
-    [row] = task_rows([path])
+    [row] = asyncio.run(task_rows([path]))
     want = CatalogPrior().difficulty(chain.trace())
     assert (row["L"], row["D_T"], row["estimator"]) == (3, want.D_T, "procedural-catalog-v1")
     assert row["D_T"] == pytest.approx(row["scenario_novelty"] + row["skill_rarity"], abs=1e-5)

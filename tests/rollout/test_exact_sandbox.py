@@ -7,6 +7,7 @@ seeded from the task hash, so the test is deterministic; `benchmarks/sim_exact_v
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from envevo.rollout import (
     expected,
     harmless_facts,
     read_episodes,
-    run_rollouts,
+    rollout,
 )
 from tests.rollout.test_exact import ORDER, _lineage
 
@@ -37,8 +38,8 @@ def test_sampled_pass_rates_fall_in_the_exact_interval_and_keep_the_order(sandbo
     targets = dir_targets(dirs)
     sampled = {}
     for agent in ORDER:
-        for s in run_rollouts(targets, agent, None, K, trials_dir=tmp_path / "trials" / agent, concurrency=2,
-                                  env=sandbox):
+        for s in asyncio.run(rollout(targets, agent, None, K, trials_dir=tmp_path / "trials" / agent, concurrency=2,
+                                     env=sandbox)):
             assert s.n == K and not s.errors, s
             sampled[(s.task_hash, agent)] = s
     prior = CatalogPrior()

@@ -248,9 +248,9 @@ def test_seed_selection_verifies_with_the_seed_gate_of_evolve(tmp_path: Path, mo
 
     monkeypatch.setattr(verify, "verify_tasks", fake_verify)
     monkeypatch.setattr(sandbox, "preflight", lambda env, notify=None: None)
-    select_seeds(paths, tmp_path / "run", tmp_path / "seeds", min_turns=30)
+    asyncio.run(select_seeds(paths, tmp_path / "run", tmp_path / "seeds", min_turns=30))
     gate = {v.name for v in verify.default_verifiers(2, red_team=EvolveConfig().red_team,
                                                     mutation=EvolveConfig().mutation)}
     assert set(seen["names"]) == gate and {"red_team", "mutation"} <= gate
-    select_seeds(paths, tmp_path / "run", tmp_path / "seeds2", min_turns=30, red_team="off", mutation="off")
+    asyncio.run(select_seeds(paths, tmp_path / "run", tmp_path / "seeds2", min_turns=30, red_team="off", mutation="off"))
     assert "red_team" not in seen["names"] and "mutation" not in seen["names"]

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from envevo.errors import UserError
-from envevo.store import SCHEMA_VERSION, LineageStatus, LineageStore, RunPaths, StoreError, TryStatus
+from envevo.store import SCHEMA_VERSION, LineageStatus, LineageStore, RunPaths, StoreError, TryStatus, VersionCommit
 from envevo.task import dir_hash, load_task
+from envevo.trace import Direction
 from tests.conftest import ROOT
 from tests.store.test_store_support import difficulty_of, tiny_task, trace_of
 
@@ -270,6 +271,19 @@ def test_commit_generation_keeps_generations_contiguous(store: LineageStore) -> 
     with pytest.raises(StoreError, match="no lineage"):
         _commit(store, "ghost", 1)
     assert [v.generation for v in store.versions(lid)] == [0, 1]
+
+
+def test_a_version_commit_model_commits_as_the_keyword_form(store: LineageStore) -> None:
+    lid = store.create_lineage("a", tiny_task("a"))
+    t1 = tiny_task("a", "harder", env="RUN true\n")
+    row = VersionCommit(lineage_id=lid, generation=1, task=t1, direction=Direction.SCENARIO, effort="max",
+                        trace=trace_of(3), difficulty=difficulty_of(3), verified=True)
+    with pytest.raises(StoreError, match="unknown direction"):
+        store.commit(row.model_copy(update={"direction": "sideways"}))
+    v1 = store.commit(row)
+    assert (v1.direction, v1.effort, v1.mutated, v1.L) == ("scenario", "max", ["instruction", "environment"], 3)
+    assert store.commit_generation(lid, 1, t1, direction="scenario", effort="max", trace=trace_of(3),
+                                   difficulty=difficulty_of(3), verified=True) == v1  # the same row: a no-op
 
 
 def test_commit_generation_links_its_candidate(store: LineageStore) -> None:

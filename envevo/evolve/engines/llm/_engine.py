@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from envevo.errors import TaskError
-from envevo.evolve._engine import GenerationContext, Proposal, Review
+from envevo.evolve._engine import Capability, GenerationContext, Proposal, Review
 from envevo.evolve.engines.llm import _extract, _modify, _propose, _review
 from envevo.evolve.engines.llm._judge import Evolution, RubricJudge
 from envevo.evolve.engines.llm._prior import LabelPrior
@@ -26,6 +27,7 @@ from envevo.llm import (
     CandidateFailed,
     ExtractionFailed,
     LLMRuntime,
+    LLMSettings,
     PerLoop,
     RoleFailed,
     Rubric,
@@ -38,6 +40,7 @@ from envevo.trace import Direction, Effort, Step, Trace
 from envevo.verify import InvalidTestVerifier, OracleVerifier, verify_tasks
 
 if TYPE_CHECKING:
+    from envevo.evolve._engine import EngineClass, ModelEngine
     from envevo.store import LineageStore
 
 
@@ -76,6 +79,7 @@ def _without_meta(task: Task) -> tuple[dict[str, Any], dict[str, Any]]:
 
 class LLMEngine:
     name = "llm"
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.USES_LLM})
 
     def __init__(
         self,
@@ -99,6 +103,14 @@ class LLMEngine:
         self._evolutions: dict[str, Evolution] = {}  # candidate hash -> its parent and plan
         self._judge: RubricJudge | None = None
         self._gate = PerLoop(lambda: asyncio.Semaphore(1))  # the Modifier's own verifier runs, one at a time
+
+    @classmethod
+    def build(cls, settings: LLMSettings | None, *, env: str = "podman",
+              rubric_files: Sequence[Path] = ()) -> tuple[LLMEngine, list[RubricJudge | RealizesPlan]]:
+        """The registry's builder: `build_llm_engine` on `settings` (the defaults when None)."""
+        from envevo.evolve.engines.llm._factory import build_llm_engine  # it imports this module
+
+        return build_llm_engine(settings or LLMSettings(), env=env, rubric_files=rubric_files)
 
     # ---- wiring -----------------------------------------------------------------------------------------
     def reference(self) -> LabelPrior:
@@ -189,3 +201,8 @@ class LLMEngine:
             lines.append(f"- {name}: {'pass' if rep.passed else 'fail'}")
             lines += [f"    {r}" for r in rep.reasons]
         return "\n".join(lines)
+
+
+if TYPE_CHECKING:  # mypy holds the class to the contract the registry and the CLI keep to
+    _REGISTERED: EngineClass = LLMEngine
+    _CAPABLE: type[ModelEngine] = LLMEngine

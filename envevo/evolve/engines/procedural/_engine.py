@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import random
-from typing import Any
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from envevo.catalog import CatalogPrior, Chain, build_blocks, chain_from_task, chain_problems, derive_seed
 from envevo.errors import TaskError
-from envevo.evolve._engine import CriterionVerdict, GenerationContext, Proposal, Review
+from envevo.evolve._engine import Capability, CriterionVerdict, GenerationContext, Proposal, Review
 from envevo.evolve.engines.procedural._compose import compose
 from envevo.evolve.engines.procedural._operators import apply_pairs, mutate
+from envevo.evolve.engines.procedural._quality import quality_check
 from envevo.evolve.engines.procedural._residual import residual
 from envevo.evolve.engines.procedural._target import WeaknessTarget
 from envevo.task import Task
 from envevo.trace import Direction, Effort, Trace, check_direction, check_effort, edit_spans
+from envevo.verify import RuleRubric
+
+if TYPE_CHECKING:
+    from envevo.evolve._engine import EngineClass, TargetableEngine
+    from envevo.llm import LLMSettings
 
 
 def _verdict(name: str, reasons: list[str], ok_reason: str) -> CriterionVerdict:
@@ -25,10 +33,18 @@ class ProceduralEngine:
     """Exact edits of the chain stored in each task's `[metadata.envevo]`; no model calls."""
 
     name = "procedural"
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.WEAKNESS_TARGET,
+                                                               Capability.OFFLINE_EXTRACTION})
 
     def __init__(self, prior: CatalogPrior | None = None, target: WeaknessTarget | None = None):
         self.prior = prior or CatalogPrior()
         self.target = target  # weakness-targeted evolution: prefer edits that raise this agent's δ_θ
+
+    @classmethod
+    def build(cls, settings: LLMSettings | None = None, *, env: str = "podman",
+              rubric_files: Sequence[Path] = ()) -> tuple[ProceduralEngine, list[RuleRubric]]:
+        """The registry's builder. The rubric slot is the rule-based quality check (it reads no model or rubric file)."""
+        return cls(), [RuleRubric(quality_check)]
 
     def reference(self) -> CatalogPrior:
         return self.prior
@@ -109,3 +125,8 @@ class ProceduralEngine:
             except RuntimeError:
                 pass  # no other draw generates; verify the planned one again
         return compose(chain)
+
+
+if TYPE_CHECKING:  # mypy holds the class to the contract the registry and the CLI keep to
+    _REGISTERED: EngineClass = ProceduralEngine
+    _CAPABLE: type[TargetableEngine] = ProceduralEngine
