@@ -8,9 +8,13 @@ the server's own counters, the run ends in one line (no traceback), and the stor
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
 import os
+import random
 import re
+import shutil
 import socket
 import subprocess
 import time
@@ -27,6 +31,7 @@ SETUP_DIR = Path(os.environ.get("ENVEVO_REALMODEL_DIR") or Path.home() / ".cache
 SERVER, GGUF = SETUP_DIR / "bin" / "llama-server", SETUP_DIR / "gemma-3-270m-q4_k_m.gguf"
 TEMPLATE = SETUP_DIR / "Qwen-Qwen2.5-7B-Instruct.jinja"
 SERVED = "gemma3-270m"
+LOGS: dict[str, Path] = {}  # a server's log, by base URL: one line per request it started (`launch_slot_`)
 
 if not os.environ.get("ENVEVO_REALMODEL_TESTS"):
     pytest.skip("the real-model tests run with `make test-realmodel` (they need scripts/realmodel-setup's build)",
@@ -58,8 +63,10 @@ def llama(tmp_path_factory):
     with log.open("w") as out:
         proc = subprocess.Popen([str(SERVER), "-m", str(GGUF), "--alias", SERVED, "--host", "127.0.0.1",
                                  "--port", str(port), "--jinja", "--chat-template-file", str(TEMPLATE), "-c", "32768",
-                                 "-np", "2", "--metrics", "-t", "2"], stdout=out, stderr=subprocess.STDOUT)
+                                 "-np", "2", "--metrics", "-t", "2"], stdout=out, stderr=subprocess.STDOUT,
+                                preexec_fn=lambda: os.nice(19))  # the lowest CPU priority: the machine is shared
     base = f"http://127.0.0.1:{port}"
+    LOGS[base] = log
     try:
         deadline = time.monotonic() + 180
         while _get(base + "/health")[0] != 200:
@@ -91,12 +98,15 @@ def test_the_server_constrains_output_to_a_json_schema_and_honours_max_tokens(ll
     schema = {"type": "object", "properties": {"label": {"type": "string", "maxLength": 12}}, "required": ["label"]}
     out = _chat(llama, {"model": SERVED, "max_tokens": 48, "messages": [{"role": "user", "content": "Name a color."}],
                         "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}})
-    assert "label" in json.loads(out["choices"][0]["message"]["content"])
     assert out["usage"]["completion_tokens"] <= 48
+    # The grammar lets whitespace in between tokens, and this weak model sometimes pads with it until the cap
+    # (2026-12-03: `Expecting ',' delimiter` at char 47): an answer the cap cut is honest; any other must parse.
+    if out["choices"][0]["finish_reason"] != "length":
+        assert "label" in json.loads(out["choices"][0]["message"]["content"])
 
 
-def _envevo(*args: str, timeout: float, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, OPENAI_API_KEY="EMPTY", PYTHONPATH=str(ROOT))
+def _envevo(*args: str, timeout: float, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, OPENAI_API_KEY="EMPTY", PYTHONPATH=str(ROOT), **(env or {}))
     return subprocess.run([*ENVEVO, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
 
 
@@ -133,3 +143,294 @@ def test_one_llm_generation_ends_honestly_and_its_tokens_match_the_servers(llama
                     llama + "/v1", "--generations", "1", "--resume", "--red-team", "off", "--mutation", "off",
                     "--price", f"openai:{SERVED}=0,0", timeout=3000, cwd=tmp_path)
     assert "Traceback" not in again.stderr, again.stderr[-3000:]
+
+
+# ---- every other role, one at a time, through envevo's real HTTP path -----------------------------------------------
+# Each test asserts protocol behaviour and honest endings, never the weak model's success: the role reached the
+# server, every answer stayed within its output cap, the run ended within its bound with a one-line reason when the
+# role failed, and what envevo metered equals what the server counted. Caps are set low (`CAPS`) so a 2-core machine
+# runs the module in minutes; a cap cutting an answer is one of the honest endings.
+
+SMALL = ROOT / "tests" / "fixtures" / "hackable" / "reward_forgery"  # 5 files, a one-line instruction, debian-slim
+CAPS = {"proposer": 384, "reviewer": 512, "modifier": 384, "judge": 512}  # max_output_tokens per role
+ANSWER_SEC = 300  # answer_timeout_sec: the wall-clock cap on one answer
+
+
+def _requests(base: str) -> int:
+    """How many requests the server has started (its log says `launch_slot_` once per request)."""
+    return LOGS[base].read_text(errors="replace").count("launch_slot_")
+
+
+def _settle(base: str) -> dict[str, float]:
+    """The counters once no request is in flight (a slot's counters are added when it is released)."""
+    deadline = time.monotonic() + 30
+    while True:
+        m = metrics(base)
+        if m.get("requests_processing", 0) == 0 or time.monotonic() > deadline:
+            return m
+        time.sleep(0.5)
+
+
+def _served(before: dict[str, float], after: dict[str, float]) -> tuple[int, int]:
+    """Prompt tokens (processed + read from the slot's cache, as a response's usage counts them) and predicted ones."""
+    def d(k: str) -> int:
+        return int(after.get(k, 0) - before.get(k, 0))
+    return d("prompt_tokens_total") + d("prompt_tokens_cached_total"), d("tokens_predicted_total")
+
+
+def _runtime(base: str, **settings):
+    from envevo.llm import LLMRuntime, LLMSettings, Price, RoleSettings
+
+    return LLMRuntime(LLMSettings(
+        model=SERVED, base_url=base + "/v1", prices={f"openai:{SERVED}": Price(input=0, output=0)},
+        answer_timeout_sec=ANSWER_SEC, retry_budget_sec=60, max_backoff_sec=5,
+        roles={r: RoleSettings(max_output_tokens=n) for r, n in CAPS.items()}, **settings))
+
+
+class _Metered:
+    """Around one role's run: wall time, the server's counters and requests before and after, and envevo's records."""
+
+    def __init__(self, base: str, name: str):
+        self.base, self.name = base, name
+
+    def __enter__(self) -> _Metered:
+        self.before, self.requests0, self.t0 = _settle(self.base), _requests(self.base), time.monotonic()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.wall = time.monotonic() - self.t0
+        self.after = _settle(self.base)
+        self.requests = _requests(self.base) - self.requests0
+        self.served_in, self.served_out = _served(self.before, self.after)
+
+    def reconcile(self, records, cap: int, most_requests: int, outcome: str) -> None:
+        """The server was reached; no answer passed its cap; envevo metered every request and every token.
+        `records`: envevo's UsageRecords, or the CLI's usage rows (per role and model, with `calls`). An answer envevo
+        abandoned at `answer_timeout_sec` has no usage to meter (the server counted what it generated until then):
+        then what envevo metered must be what the server counted for the other requests, which is at most its total."""
+        rows = [r if isinstance(r, dict) else {**r.model_dump(), "calls": 1} for r in records]
+        calls = sum(r["calls"] for r in rows)
+        used_in, used_out = sum(r["input_tokens"] for r in rows), sum(r["output_tokens"] for r in rows)
+        abandoned = outcome.count("did not finish one answer within")
+        print(f"\n{self.name}: wall {self.wall:.0f} s; {self.requests} requests, {calls} metered "
+              f"({sorted({r['role'] for r in rows})}), {abandoned} abandoned at the answer's time cap; envevo in/out "
+              f"{used_in}/{used_out}; server in/out {self.served_in}/{self.served_out}; {outcome}")
+        assert self.requests >= 1 and self.served_out > 0, "the role never reached the server"
+        assert self.requests <= most_requests
+        assert all(r["output_tokens"] <= cap * r["calls"] for r in rows), rows
+        assert self.served_out <= cap * self.requests  # the cap reached the server, abandoned answers included
+        assert self.wall < most_requests * ANSWER_SEC + 120  # every answer bounded, and nothing else ran away
+        assert calls + abandoned == self.requests, "a request the server answered was not metered"
+        if abandoned:
+            assert used_in <= self.served_in and used_out <= self.served_out
+        else:
+            assert (used_in, used_out) == (self.served_in, self.served_out)
+
+
+def _one_line(reason: str) -> None:
+    assert reason.strip() and "\n" not in reason.strip() and "Traceback" not in reason, reason
+
+
+def _plan():
+    """A fixed length plan for SMALL: filter the non-numbers out before summing."""
+    from envevo.evolve._engine import Proposal
+    from envevo.trace import Direction, Effort, Step, Trace
+
+    before = Trace(goal="write the sum of the integers in /app/numbers.txt to /app/sum.txt", final="/app/sum.txt",
+                   steps=(Step(scenario="a text file of integers, one per line", skill="summing numbers in bash"),))
+    after = Trace(goal=before.goal, final=before.final,
+                  steps=(Step(scenario="a text file of integers, one per line", skill="dropping the lines that are not integers"),
+                         *before.steps))
+    changes = {
+        "instruction": "Say that some lines of /app/numbers.txt are not integers and must be skipped.",
+        "environment": "The Dockerfile appends the lines 'n/a' and '12abc' to /app/numbers.txt.",
+        "tests": "check.sh still expects 5050: the sum of the integer lines only.",
+        "solution": "solve.sh skips every line that is not an integer (grep -E '^-?[0-9]+$') before summing.",
+    }
+    return Proposal(direction=Direction.LENGTH, effort=Effort.HIGH, before=before, after=after,
+                    summary="Insert a filtering step: numbers.txt gains non-integer lines that must be skipped.",
+                    plan={"rationale": "A dirty input adds one step before the sum.", "changes": changes})
+
+
+def test_the_reviewer_reviews_a_fixed_plan_within_its_bounds(llama):
+    from pydantic_ai.models import override_allow_model_requests
+
+    from envevo.evolve.engines.llm._review import review
+    from envevo.llm import default_rubric
+    from envevo.task import load_task
+
+    runtime = _runtime(llama)
+    with _Metered(llama, "reviewer") as m, override_allow_model_requests(True):
+        out = asyncio.run(review(runtime, default_rubric("plan"), load_task(SMALL), _plan(), lineage="real",
+                                 generation=1))
+    failed = out.feedback.startswith("the reviewer gave no usable verdict")
+    if failed:
+        _one_line(out.feedback)
+        assert not out.accepted
+    else:  # a verdict per criterion, scored in code
+        assert out.criteria and out.criteria[-1].name == "score"
+    m.reconcile(runtime.meter.records, CAPS["reviewer"], runtime.settings.output_retries + 1,
+                f"accepted={out.accepted}: {out.feedback[:300]}")
+
+
+def test_the_rubric_judge_judges_a_task_within_its_bounds(llama, tmp_path):
+    from pydantic_ai.models import override_allow_model_requests
+
+    from envevo.evolve.engines.llm import RubricJudge
+    from envevo.llm import default_rubric
+    from envevo.task import load_task
+
+    runtime = _runtime(llama)
+    judge = RubricJudge(runtime, default_rubric("task"))
+    with _Metered(llama, "judge") as m, override_allow_model_requests(True):
+        report = asyncio.run(judge.check(load_task(SMALL), SMALL))
+    for reason in report.reasons:
+        _one_line(reason)
+    assert report.passed or report.reasons  # a rejection always says why
+    m.reconcile(runtime.meter.records, CAPS["judge"], runtime.settings.output_retries + 1,
+                f"passed={report.passed}: {'; '.join(report.reasons)[:300]}")
+
+
+@pytest.mark.sandbox
+def test_the_modifier_tool_loop_runs_in_a_real_sandbox_session_within_its_bounds(llama, sandbox, tmp_path):
+    from pydantic_ai.models import override_allow_model_requests
+
+    from envevo.evolve._engine import GenerationContext
+    from envevo.evolve.engines.llm import ContainerShell
+    from envevo.evolve.engines.llm._modify import modify
+    from envevo.llm import CandidateFailed
+    from envevo.task import load_task
+
+    class Shell(ContainerShell):  # keeps its sessions, to see that each was opened and closed
+        sessions: list = []
+
+        def session(self, task_dir):
+            s = super().session(task_dir)
+            self.sessions.append(s)
+            return s
+
+    requests = 6
+    runtime = _runtime(llama, modifier_requests=requests, command_timeout_sec=60)
+    shell = Shell("podman", timeout_sec=60)
+    ctx = GenerationContext(lineage="real", generation=1, rng=random.Random(0), workdir=tmp_path / "gen")
+    ctx.workdir.mkdir()
+    proposal = _plan()
+    proposal.plan["changes"]["first"] = "Run `cat /app/numbers.txt | head` with run_in_container to see the input."
+    with _Metered(llama, "modifier") as m, override_allow_model_requests(True):
+        try:
+            candidate, ws = asyncio.run(modify(runtime, load_task(SMALL), proposal, [], ctx, shell=shell, verify=None))
+            outcome = f"a candidate; refused edits {ws.refused[:3]}"
+        except CandidateFailed as e:
+            _one_line(str(e))
+            outcome = f"CandidateFailed: {e}"
+    (session,) = shell.sessions
+    outcome += f"; containers opened {session.opened}"
+    assert session._session is None  # closed when the Modifier's run ended, whatever the model did
+    m.reconcile(runtime.meter.records, CAPS["modifier"], requests, outcome[:400])
+
+
+@pytest.mark.sandbox
+def test_the_llm_hacker_explores_a_real_sandbox_within_its_bounds(llama, sandbox, tmp_path):
+    from pydantic_ai.models import override_allow_model_requests
+
+    from envevo.llm import LLMHacker
+    from envevo.task import load_task
+
+    budget = 3
+    runtime = _runtime(llama)
+    hacker = LLMHacker(runtime=runtime, budget=budget, command_timeout_sec=30)
+    with _Metered(llama, "hacker") as m, override_allow_model_requests(True):
+        attack = asyncio.run(hacker.attack(load_task(SMALL), SMALL, "podman", tmp_path / "trials", asyncio.Semaphore(1)))
+    assert attack.skipped is None  # the run's runtime names a model
+    assert len(attack.commands) <= budget
+    if attack.error:
+        _one_line(attack.error)
+    reward = attack.outcome.reward if attack.outcome is not None else None
+    outcome = (f"error: {attack.error}" if attack.error else f"summary: {attack.summary!r}, replayed reward {reward}")
+    assert {r.role for r in runtime.meter.records} <= {"hacker"}  # metered as the hacker, on the judge's model
+    m.reconcile(runtime.meter.records, CAPS["judge"], budget + 4, f"{len(attack.commands)} commands; {outcome}"[:400])
+
+
+def _task_with_xi(dest: Path) -> Path:
+    shutil.copytree(SMALL, dest)
+    with (dest / "task.toml").open("a") as f:
+        f.write('\n[metadata.envevo.trace]\ngoal = "write the sum of the integers in a file"\n'
+                'steps = [{ scenario = "a text file of integers", skill = "summing numbers in bash" }]\n')
+    return dest
+
+
+def test_the_llm_estimator_scores_labels_through_the_server(llama, tmp_path):
+    """`envevo difficulty --estimator llm`: llama.cpp echoes no prompt logprobs, so the estimator falls back to
+    judgements (JSON schema, 32 tokens each). It meters requests, not tokens: the request count must match."""
+    task = _task_with_xi(tmp_path / "task")
+    env = {"ENVEVO_CACHE_DIR": str(tmp_path / "cache")}
+    with _Metered(llama, "llm estimator") as m:
+        r = _envevo("difficulty", str(task), "--estimator", "llm", "--reference-model", SERVED, "--base-url",
+                    llama + "/v1", "--json", timeout=600, cwd=tmp_path, env=env)
+    assert "Traceback" not in r.stderr, r.stderr[-3000:]
+    if r.returncode != 0:
+        _one_line(r.stderr.strip().splitlines()[-1])
+        pytest.fail(f"the llm estimator failed: {r.stderr.strip()[-500:]}")
+    out = json.loads(r.stdout)
+    (row,) = out["rows"]
+    (usage,) = out["usage"]
+    print(f"\nllm estimator: wall {m.wall:.0f} s; {m.requests} requests; envevo {usage}; server in/out "
+          f"{m.served_in}/{m.served_out}; {row['estimator']} D_T {row['D_T']:.2f}")
+    assert row["estimator"].startswith("llm-") and row["estimator"].endswith(SERVED) and math.isfinite(row["D_T"])
+    assert usage["calls"] == m.requests >= 1 and m.served_out > 0
+    assert usage["input_tokens"] is None  # tokens unknown, not 0: the estimator does not meter them
+    assert m.served_out <= (m.requests - 1) * 32 + 1  # every judgement within JUDGE_MAX_TOKENS (the probe: 1)
+    assert m.wall < 300
+
+
+def test_the_llm_label_estimator_extracts_xi_through_the_server(llama, tmp_path):
+    """`envevo difficulty --estimator llm-label --extract-model`: ξ of a task without one comes from the Proposer's
+    extraction on the server (5 re-asks at most); the labels are then scored by the engine's label prior."""
+    (tmp_path / "envevo.toml").write_text(f"[llm]\nanswer_timeout_sec = {ANSWER_SEC}\nretry_budget_sec = 60\n"
+                                          f"[llm.roles.proposer]\nmax_output_tokens = {CAPS['proposer']}\n")
+    with _Metered(llama, "llm-label estimator (extraction)") as m:
+        r = _envevo("difficulty", str(SMALL), "--estimator", "llm-label", "--extract-model", SERVED, "--base-url",
+                    llama + "/v1", "--json", timeout=1200, cwd=tmp_path)
+    assert "Traceback" not in r.stderr, r.stderr[-3000:]
+    assert r.returncode in (0, 1, 2), r.stderr[-3000:]
+    if r.returncode != 0:  # the weak model's extraction failed: one line (a user error, exit 2), naming the task
+        reason = r.stderr.strip().splitlines()[-1]
+        _one_line(reason)
+        print(f"\nllm-label: wall {m.wall:.0f} s; {m.requests} requests; server in/out {m.served_in}/{m.served_out}; "
+              f"failed: {reason[:400]}")
+        assert m.requests >= 1 and m.served_out > 0
+        assert m.served_out <= m.requests * CAPS["proposer"]
+        assert m.requests <= 6 and m.wall < 6 * ANSWER_SEC + 120
+        return
+    out = json.loads(r.stdout)
+    (row,) = out["rows"]
+    assert row["estimator"].startswith("llm-label-") and row["xi_source"] == f"llm:{SERVED}"
+    m.reconcile(out["usage"], CAPS["proposer"], 6, f"ξ {row['xi']}")
+
+
+TB_BASE = ROOT / "tests" / "fixtures" / "realistic" / "tb-base"  # Terminal-Bench's python-3-13 base: tmux is there
+
+
+@pytest.mark.sandbox
+def test_a_terminus2_rollout_reaches_the_server_within_its_bounds(llama, sandbox, tmp_path):
+    """Harbor's terminus-2 through `envevo rollout`, its model on the server (LiteLLM, `openai/` + --base-url). One
+    turn, each answer capped by `llm_call_kwargs` (envevo passes Harbor's agents no output cap of its own)."""
+    cap = 128
+    run = tmp_path / "run"
+    with _Metered(llama, "terminus-2 rollout") as m:
+        r = _envevo("rollout", str(TB_BASE), "--agent", "terminus-2", "--model", SERVED, "--base-url", llama + "/v1",
+                    "-k", "1", "--agent-kwarg", "max_turns=1", "--agent-kwarg", f'llm_call_kwargs={{"max_tokens": {cap}}}',
+                    "--agent-kwarg", "record_terminal_session=false", "--agent-kwarg", "enable_summarize=false",
+                    "--store", str(run), "--json", timeout=1500, cwd=tmp_path)
+    assert "Traceback" not in r.stderr, r.stderr[-3000:]
+    if m.requests == 0:
+        errors = [p.read_text(errors="replace").strip().splitlines()[-1] for p in run.rglob("exception.txt")]
+        pytest.skip(f"Harbor's terminus-2 did not reach the server here: {errors or r.stderr.strip()[-300:]}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    (summary,) = json.loads(r.stdout)
+    print(f"\nterminus-2 rollout: wall {m.wall:.0f} s; {m.requests} requests; server in/out {m.served_in}/{m.served_out}; "
+          f"envevo {json.dumps(summary)[:500]}")
+    assert m.served_out <= cap * m.requests
+    assert m.wall < 1500
+    if summary["n"]:  # a rollout that ended: its tokens as envevo recorded them from Harbor
+        assert summary["mean_output_tokens"] == m.served_out
