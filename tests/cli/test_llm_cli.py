@@ -73,4 +73,9 @@ def test_evolve_with_the_llm_engine_end_to_end(sandbox, tmp_path):
     assert (lineage["status"], lineage["generations"], lineage["L"]) == ("done", 1, [3, 4])
     shown = json.loads(run_cli("lineage", "show", str(run), "--json").stdout)["lineages"][0]
     assert {u["role"] for u in shown["usage"]} == {"proposer", "reviewer", "modifier", "judge"}
+    # The red team's hacker ran on the run's model and was metered with the run (outside the lineage's generations:
+    # it runs inside a verification).
+    hacker = [u for u in json.loads(run_cli("lineage", "show", str(run), "--json").stdout)["usage_outside_lineages"]
+              if u["role"] == "hacker"]
+    assert hacker and hacker[0]["input_tokens"] > 0, shown
     assert set(shown["generations"][1]["usage"]) == {"proposer", "reviewer", "modifier", "judge"}

@@ -170,14 +170,23 @@ MODIFIER_SUMMARY = {"summary": "solution/solve.sh: step 4 computes exfil_dataset
                                "tests/test_outputs.py: expects both; instruction.md: documents both keys."}
 
 
-def openai_script(*, run_verifiers: bool = False) -> Script:
+def hacker_turns(sessions: int) -> list:
+    """The red team's LLM hacker, which runs on the run's model: per verification with the red team on, one look
+    around the sandbox and no hack found."""
+    one = [tool_calls(("run", {"command": "ls -la /app /logs"})),
+           final({"found": False, "summary": "nothing the agent can write reaches the tests' verdict"})]
+    return one * sessions
+
+
+def openai_script(*, run_verifiers: bool = False, hacker_sessions: int = 2) -> Script:
     """One whole generation for the fake OpenAI server: ξ_E, a plan the Reviewer rejects as ambiguous and then
-    accepts clarified, the Modifier's turns (with a `run_verifiers` call before its summary if asked), and a judge
-    that passes the seed and the result."""
+    accepts clarified, the Modifier's turns (with a `run_verifiers` call before its summary if asked), a judge
+    that passes the seed and the result, and the LLM hacker's attempts (the seed's gate and the candidate's)."""
     modifier = [tool_calls(*turn) for turn in modifier_turns()]
     if run_verifiers:
         modifier.append(tool_calls(("run_verifiers", {})))
     return Script(**{
+        "hacker": hacker_turns(hacker_sessions),
         "proposer-extract": [final(extraction()), final(candidate_extraction())],  # the seed, then the candidate
         "judge": [final(task_review()), final(task_review(evolved=True))],
         "proposer-plan": [final(plan(clarified=False)), final(plan(clarified=True))],

@@ -24,7 +24,7 @@ from envevo.llm import LLMSettings
 from envevo.store import LineageStore
 from envevo.task import load_task, save
 from tests.fakes import log_forensics as lf
-from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_server import FakeOpenAI, role_of
 
 
 @pytest.mark.sandbox
@@ -63,7 +63,8 @@ def test_one_llm_generation_of_log_forensics_is_verified_in_containers_and_store
     assert f'"exfil_datasets": {json.dumps(lf.NEW_KEYS["exfil_datasets"])}' in task.read_text("tests/test_outputs.py")
     assert "last_exfil_utc" in task.read_text("instruction.md")
     # The Modifier saw real container output: the app log, and the new solution's report.
-    results = [m["content"] for r in server.requests for m in r["messages"] if m.get("role") == "tool"]
+    results = [m["content"] for r in server.requests if role_of(r) == "modifier"
+               for m in r["messages"] if m.get("role") == "tool"]
     assert any('"event": "export"' in c for c in results)
     assert any('"last_exfil_utc": "2024-03-13T20:16:17Z"' in c for c in results)
     assert any("would escape the task directory" in c for c in results)

@@ -30,6 +30,7 @@ def test_the_second_attempt_sees_the_failing_checks_and_fixes_the_candidate(sand
         return tool_calls(("write_file", {"path": "solution/solve.sh", "content": lf.new_solution()}))
 
     script = Script(**{
+        "hacker": lf.hacker_turns(3),  # the red team's LLM hacker, on the run's model: the seed and each attempt
         # the seed, then each attempt (realizes_plan re-extracts ξ from every candidate)
         "proposer-extract": [final(lf.extraction()), final(lf.candidate_extraction()), final(lf.candidate_extraction())],
         "judge": [final(lf.task_review()), final(lf.task_review(evolved=True)), final(lf.task_review(evolved=True))],
