@@ -196,6 +196,46 @@ def _extract_members(archive: tarfile.TarFile, members: Iterator[tarfile.TarInfo
     return report
 
 
+def place(copied: Path, target: Path, *, single_file: bool) -> bool:
+    """Put part of an earlier extraction (`copied`, made by `extract`: plain files and dirs only) at `target`, as if
+    it had been extracted there: hard links, so no byte is copied twice. False if `copied` is absent, or is not a
+    regular file where one was asked for; a directory asked for where a file is places nothing, as `extract` does."""
+    try:
+        st = os.lstat(copied)
+    except FileNotFoundError:
+        return False
+    if single_file:
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        _link_file(copied, target)
+        return True
+    if not stat.S_ISDIR(st.st_mode):
+        return True
+    target.mkdir(parents=True, exist_ok=True)
+    dirs = [(target, st.st_mode)]
+    for root, subdirs, files in os.walk(copied):
+        rel = Path(root).relative_to(copied).parts
+        for name in subdirs:
+            dirs.append((_open_dir(target, (*rel, name)), os.lstat(Path(root, name)).st_mode))
+        for name in files:
+            _link_file(Path(root, name), target.joinpath(*rel, name))
+    for path, mode in reversed(dirs):
+        os.chmod(path, stat.S_IMODE(mode), follow_symlinks=False)
+    return True
+
+
+def _link_file(source: Path, dest: Path) -> None:
+    if os.path.lexists(dest):
+        if not stat.S_ISREG(os.lstat(dest).st_mode):
+            raise FileExistsError(f"{dest} exists and is not a regular file")
+        os.unlink(dest)  # replaced, never written through, as `_write_file` does
+    try:
+        os.link(source, dest, follow_symlinks=False)
+    except OSError:  # another filesystem
+        with open(source, "rb") as src:
+            _write_file(dest, src, os.fstat(src.fileno()).st_size, os.stat(source).st_mode)
+
+
 class Copy:
     """One `podman cp CTR:PATH -` being read, from its first header on (blocking; run it in a worker thread).
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
+import shutil
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -162,7 +163,16 @@ class LocalContainerEnvironment(CopyingEnvironment):
         await self.ensure_dirs(self._mount_targets(writable_only=True))
 
     async def stop(self, delete: bool) -> None:
+        try:
+            await self._fetch_late()
+        finally:
+            await self._remove()
+
+    async def _remove(self) -> None:
         self._stopping = True
+        stash, self._logs_copy = self._logs_copy, None
+        if stash is not None:  # here, not in a worker thread: no cancel point before the container's removal
+            shutil.rmtree(stash, ignore_errors=True)
         self._release()
         self._pending.clear()
         if self._container is None:
@@ -242,6 +252,7 @@ class LocalContainerEnvironment(CopyingEnvironment):
 
     async def _cp_in(self, source: str, target: str, make_dir: str) -> None:
         self._release()
+        await self._drop_logs_copy()
         if any(_overlaps(target, d) for dirs, _ in self._pending for d in dirs):
             await self._settle()  # the target is prepared (emptied, made) first
         self._uploaded.add(target)

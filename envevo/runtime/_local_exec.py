@@ -9,6 +9,7 @@ first. Nothing here defers or batches: that is envevo/runtime/_local_prep.py, on
 from __future__ import annotations
 
 import asyncio
+import shutil
 import uuid
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -41,6 +42,8 @@ class CommandEnvironment(BaseEnvironment):
         self._image_ref = ""
         self._uploaded: set[str] = set()  # upload targets (Harbor makes the scripts among them executable)
         self._removal: asyncio.Future[tuple[int, str, str]] | None = None
+        self._logs_copy: Path | None = None  # /logs as copied once from the quiesced container (envevo/runtime/_local_copy.py)
+        self._late: list[tuple[str, Path]] = []  # downloads that the agent-log copy serves (Harbor's oracle.txt)
         # Never bind the trial's log dirs to the host: container root could plant a link there that a host-side
         # write by name follows (a host write as root), or a FIFO that a host read blocks on. They are copied out.
         kwargs["auto_mounting"] = False
@@ -72,6 +75,7 @@ class CommandEnvironment(BaseEnvironment):
 
     async def _exec_now(self, command: str, *, cwd: str | None, env: dict[str, str] | None,
                         timeout_sec: int | None, who: str | int | None) -> ExecResult:
+        await self._drop_logs_copy()
         if self._stopped:
             await self._thaw()
         argv = [self.engine, "exec", "-i"]
@@ -101,6 +105,12 @@ class CommandEnvironment(BaseEnvironment):
             await _run(self.engine, "exec", "--user", "0", self._require(), "sh", "-c", script, timeout=60)
         except (TimeoutError, RuntimeError):
             pass  # the container is going away or wedged; stop() removes it either way
+
+    async def _drop_logs_copy(self) -> None:
+        """Forget the copy of /logs: a command or an upload may change what it copied."""
+        stash, self._logs_copy = self._logs_copy, None
+        if stash is not None:
+            await asyncio.to_thread(shutil.rmtree, stash, True)
 
     def _release(self) -> None:
         """End the held copies no download continued: an open `cp` must not outlive the next command."""

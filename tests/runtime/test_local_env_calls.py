@@ -176,3 +176,84 @@ def test_only_harbor_chores_on_its_own_uploads_are_deferred(tmp_path, engine):
     asyncio.run(run())
     assert [a[-1] for a in engine("exec")] == ["chmod +x /usr/local/bin/tool", "rm -f -- /etc/passwd",
                                                "rm -f -- /logs/verifier/reward.txt"]
+
+
+def test_agent_logs_and_the_artifacts_dir_leave_a_quiesced_container_in_one_copy(tmp_path, engine):
+    """Harbor's order after the agent phase: the agent's logs, then the artifacts convention dir: one `cp /logs`."""
+    env = _env(tmp_path)
+    root = tmp_path / "container"
+    (root / "logs" / "agent" / "sub").mkdir(parents=True)
+    (root / "logs" / "agent" / "trajectory.json").write_text("[]\n")
+    (root / "logs" / "agent" / "sub" / "x.txt").write_text("x\n")
+    (root / "logs" / "artifacts" / "report.txt").write_text("r\n")
+    os.symlink("/etc/hostname", root / "logs" / "agent" / "script.log")  # hostile: never followed nor made
+    handler = ArtifactHandler(artifacts=["/app/out"], logger=logging.getLogger("test"))
+    agent_dir, out = env.trial_paths.agent_dir, tmp_path / "artifacts"
+    (agent_dir / "exit-code.txt").write_text("1")  # written by the host before the download
+
+    async def run():
+        await env.quiesce(["/logs/agent/"])
+        await env.download_dir("/logs/agent", agent_dir)
+        manifest = await handler.download_artifacts(env, out, source_artifacts_dir="/logs/artifacts")
+        stash = env._logs_copy
+        await env.stop(delete=True)
+        return manifest, stash
+
+    manifest, stash = asyncio.run(run())
+    assert [a[1].split(":", 1)[1] for a in engine("cp")] == ["/logs", "/app/out"]
+    assert (agent_dir / "trajectory.json").read_text() == "[]\n" and (agent_dir / "sub" / "x.txt").read_text() == "x\n"
+    assert (agent_dir / "exit-code.txt").read_text() == "1" and not os.path.lexists(agent_dir / "script.log")
+    assert (out / "logs" / "artifacts" / "report.txt").read_text() == "r\n" and (out / "app" / "out" / "answer.txt").read_text() == "42\n"
+    assert {e.source: e.status for e in manifest.entries} == {"/logs/artifacts": "ok", "/app/out": "ok"}
+    assert stash is not None and not stash.exists()  # removed with the container
+
+
+def test_a_command_after_the_logs_copy_makes_later_downloads_copy_again(tmp_path, engine):
+    """A collect hook restarts the container and may write /logs: the copy made before it is not served."""
+    env = _env(tmp_path)
+
+    async def run():
+        await env.quiesce()
+        await env.download_dir("/logs/agent", env.trial_paths.agent_dir)
+        await env.exec("stat /app > /logs/artifacts/modes.txt", user="root")
+        assert env._logs_copy is None
+        await env.download_dir("/logs/artifacts", tmp_path / "arts")
+
+    (tmp_path / "container" / "logs" / "agent").mkdir()
+    asyncio.run(run())
+    assert [(a[0], a[1]) for a in engine() if a[0] in ("cp", "start")] == [
+        ("cp", "ctr:/logs"), ("start", "ctr"), ("cp", "ctr:/logs/artifacts")]
+
+
+def test_the_oracle_log_comes_with_the_agent_logs(tmp_path, engine):
+    """Harbor's oracle agent downloads oracle.txt right after solve.sh: no call of its own, the file still lands."""
+    env = _env(tmp_path)
+    (tmp_path / "container" / "logs" / "agent").mkdir()
+    (tmp_path / "container" / "logs" / "agent" / "oracle.txt").write_text("solved\n")
+    agent_dir = env.trial_paths.agent_dir
+
+    async def run():
+        await env.download_file("/logs/agent/oracle.txt", agent_dir / "oracle.txt")
+        assert engine() == []
+        await env.quiesce(["/logs/agent/"])
+        await env.download_dir("/logs/agent", agent_dir)
+        await env.stop(delete=True)
+
+    asyncio.run(run())
+    assert (agent_dir / "oracle.txt").read_text() == "solved\n"
+    assert [a[1] for a in engine("cp")] == ["ctr:/logs"]
+
+
+def test_an_oracle_log_no_agent_log_download_brought_is_fetched_at_stop(tmp_path, engine):
+    env = _env(tmp_path)
+    (tmp_path / "container" / "logs" / "agent").mkdir()
+    (tmp_path / "container" / "logs" / "agent" / "oracle.txt").write_text("partial\n")
+    target = env.trial_paths.agent_dir / "oracle.txt"
+
+    async def run():
+        await env.download_file("/logs/agent/oracle.txt", target)
+        await env.stop(delete=True)
+
+    asyncio.run(run())
+    assert target.read_text() == "partial\n"
+    assert [a[0] for a in engine()] == ["cp", "rm"]
