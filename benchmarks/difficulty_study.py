@@ -62,7 +62,7 @@ def evolve_all(jobs: list[tuple[Path, list[str]]], parallel: int, log: Path) -> 
         while pending and len(running) < parallel:
             run, args = pending.pop(0)
             f = (log.parent / f"evolve-{run.name}.log").open("w")
-            running.append((run, subprocess.Popen([*CLI, "evolve", *args, "--out", str(run), "--seed", str(RUN_SEED),
+            running.append((run, subprocess.Popen([*CLI, "evolve", *args, "--run", str(run), "--seed", str(RUN_SEED),
                                                    "--resume", "--trial-concurrency", "2"], stdout=f, stderr=f, cwd=ROOT)))
         time.sleep(2)
         for item in list(running):
@@ -83,7 +83,7 @@ def roll(run: Path, agent: str, k: int, generations: set[int] | None, concurrenc
     dirs = version_dirs(run, generations)
     if dirs:
         t0 = time.time()
-        envevo("rollout", *dirs, "--agent", agent, "-k", str(k), "--store", str(run),
+        envevo("rollout", *dirs, "--agent", agent, "-k", str(k), "--run", str(run),
                "--concurrency", str(concurrency), "--json", log=log)
         print(f"  {run.name}: {agent} × {len(dirs)} versions × {k} in {time.time() - t0:.0f} s", flush=True)
 

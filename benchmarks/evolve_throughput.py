@@ -54,7 +54,7 @@ def fresh_run(tmp: Path, generations: int, length: int, seed: int) -> tuple[Path
     subprocess.run([*envevo, "seed", "procedural", str(tmp / "seed"), "--length", str(length), "--seed", str(seed)],
                    check=True, capture_output=True)
     t0 = time.monotonic()
-    subprocess.run([*envevo, "evolve", str(tmp / "seed"), "--out", str(tmp / "run"), "--generations", str(generations)],
+    subprocess.run([*envevo, "evolve", str(tmp / "seed"), "--run", str(tmp / "run"), "--generations", str(generations)],
                    check=True, capture_output=True)
     return tmp / "run", time.monotonic() - t0
 

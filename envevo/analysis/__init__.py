@@ -6,6 +6,7 @@ from envevo.analysis._claims import Claim, claims
 from envevo.analysis._collect import VersionEval, collect
 from envevo.analysis._difficulty_rows import extract_traces, run_rows, task_rows
 from envevo.analysis._directions import DirectionEffect, direction_effects
+from envevo.analysis._drift import drift_note, measure_missing_drift, unmeasured
 from envevo.analysis._generations import GenerationPoint, Trend, generation_points, trends
 from envevo.analysis._mutants import killed_text, mutant_scores
 from envevo.analysis._mutation import (
@@ -29,4 +30,5 @@ __all__ = [
     "Claim", "DirectionEffect", "GenerationPoint", "Study", "Trend", "Validity", "VersionEval", "analyze", "claims",
     "collect", "direction_effects", "generation_points", "mean_ci", "spearman", "spearman_p", "trends", "validity",
     "extract_traces", "run_rows", "task_rows", "killed_text", "mutant_scores",
+    "drift_note", "measure_missing_drift", "unmeasured",
 ]

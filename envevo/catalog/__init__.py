@@ -19,7 +19,18 @@ from envevo.catalog._blocks import (
     chain_trace,
     pin_of,
 )
-from envevo.catalog._chain import Chain, ChainStep, Pin, chain_problems, derive_seed, fits_at, in_kinds, pairs_problems
+from envevo.catalog._chain import (
+    Chain,
+    ChainProblem,
+    ChainProblemKind,
+    ChainStep,
+    Pin,
+    chain_problems,
+    derive_seed,
+    fits_at,
+    in_kinds,
+    pairs_problems,
+)
 from envevo.catalog._fixtures import Op, fixture_script
 from envevo.catalog._goals import GOAL_CATEGORIES, category_of, goal_text
 from envevo.catalog._graph import SCENARIOS, SKILLS, TOOLS, compatible, graph, scenarios_for, skills_for
@@ -44,6 +55,8 @@ __all__ = [
     "Block",
     "CatalogPrior",
     "Chain",
+    "ChainProblem",
+    "ChainProblemKind",
     "ChainStep",
     "Kind",
     "Op",

@@ -21,7 +21,7 @@ def build_blocks(chain: Chain) -> list[Block]:
     """Generate every step in order; each step's data depends on what the previous step outputs."""
     problems = chain_problems(chain)
     if problems:
-        raise TaskError(f"invalid procedural chain: {'; '.join(problems)}")
+        raise TaskError(f"invalid procedural chain: {'; '.join(map(str, problems))}")
     return [b.model_copy(deep=True) for b in _build(chain.model_dump_json())]
 
 

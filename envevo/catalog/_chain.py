@@ -8,6 +8,7 @@ step's draw alone; new steps get seeds derived from the chain seed.
 from __future__ import annotations
 
 import hashlib
+from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
@@ -105,31 +106,63 @@ def fits_at(pairs: list[tuple[str, str]], i: int) -> bool:
     return True
 
 
-def pairs_problems(pairs: list[tuple[str, str]]) -> list[str]:
-    problems = []
+class ChainProblemKind(StrEnum):
+    """Why a chain is not a valid dependency pipeline."""
+
+    EMPTY = "empty"
+    UNKNOWN_SCENARIO = "unknown_scenario"
+    UNKNOWN_SKILL = "unknown_skill"
+    INCOMPATIBLE = "incompatible"  # the skill does not apply to the scenario
+    ILL_TYPED = "ill_typed"  # the step cannot read what the previous one writes
+    SCENARIO_TWICE = "scenario_twice"
+    DUPLICATE_STEP = "duplicate_step"
+
+
+class ChainProblem(BaseModel):
+    """One problem of a chain: its kind, and the message shown to users and the Modifier (its str)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: ChainProblemKind
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _step_problem(i: int, sc: str, sk: str) -> ChainProblem | None:
+    """Step i's pair: known, and compatible."""
+    if sc not in SCENARIOS:
+        return ChainProblem(kind=ChainProblemKind.UNKNOWN_SCENARIO, message=f"step {i + 1}: unknown scenario {sc!r}")
+    if sk not in SKILLS:
+        return ChainProblem(kind=ChainProblemKind.UNKNOWN_SKILL, message=f"step {i + 1}: unknown skill {sk!r}")
+    if not compatible(sc, sk):
+        return ChainProblem(kind=ChainProblemKind.INCOMPATIBLE,
+                            message=f"step {i + 1}: skill {sk} does not apply to scenario {sc}")
+    return None
+
+
+def pairs_problems(pairs: list[tuple[str, str]]) -> list[ChainProblem]:
+    """Why these (scenario, skill) steps are not a valid dependency pipeline; empty when they are."""
     if not pairs:
-        return ["a chain needs at least one step"]
-    for i, (sc, sk) in enumerate(pairs):
-        if sc not in SCENARIOS:
-            problems.append(f"step {i + 1}: unknown scenario {sc!r}")
-        elif sk not in SKILLS:
-            problems.append(f"step {i + 1}: unknown skill {sk!r}")
-        elif not compatible(sc, sk):
-            problems.append(f"step {i + 1}: skill {sk} does not apply to scenario {sc}")
+        return [ChainProblem(kind=ChainProblemKind.EMPTY, message="a chain needs at least one step")]
+    problems = [p for i, (sc, sk) in enumerate(pairs) if (p := _step_problem(i, sc, sk)) is not None]
     if problems:
         return problems
     for i in range(len(pairs)):
         prev = Kind.NONE if i == 0 else SKILLS[pairs[i - 1][1]].out
         if prev not in SKILLS[pairs[i][1]].accepts:
-            problems.append(f"step {i + 1}: {pairs[i][1]} cannot read {prev.value} output")
+            problems.append(ChainProblem(kind=ChainProblemKind.ILL_TYPED,
+                                         message=f"step {i + 1}: {pairs[i][1]} cannot read {prev.value} output"))
     scen = [sc for sc, _ in pairs]
     if len(set(scen)) != len(scen):
-        problems.append("a scenario appears twice (each step works in its own place)")
+        problems.append(ChainProblem(kind=ChainProblemKind.SCENARIO_TWICE,
+                                     message="a scenario appears twice (each step works in its own place)"))
     if len(set(pairs)) != len(pairs):
-        problems.append("duplicate step")
+        problems.append(ChainProblem(kind=ChainProblemKind.DUPLICATE_STEP, message="duplicate step"))
     return problems
 
 
-def chain_problems(chain: Chain) -> list[str]:
+def chain_problems(chain: Chain) -> list[ChainProblem]:
     """Why this chain is not a valid dependency pipeline; empty when it is."""
     return pairs_problems(chain.pairs())

@@ -44,18 +44,20 @@ def fmt(x: float | None, spec: str = ".2f") -> str:
 
 
 def usage_table(title: str, rows: list[dict[str, Any]]) -> Table:
-    """Tokens and cost per role and model; '-' where a count is unknown."""
+    """Tokens and cost per role and model; '-' where a count is unknown; calls whose tokens were estimated (answers
+    abandoned at their wall-clock cap) are said so."""
     usage = Table(title=escape(title), title_justify="left")
     for col in ("role", "model", "calls", "input tokens", "output tokens", "cost USD"):
         usage.add_column(col, justify="left" if col in ("role", "model") else "right")
     for u in rows:
-        usage.add_row(escape(u["role"]), escape(u["model"] or "-"), str(u["calls"]), fmt(u["input_tokens"], "d"),
+        calls = str(u["calls"]) + (f" ({n} estimated)" if (n := u.get("estimated_calls")) else "")
+        usage.add_row(escape(u["role"]), escape(u["model"] or "-"), calls, fmt(u["input_tokens"], "d"),
                       fmt(u["output_tokens"], "d"), fmt(u["cost_usd"], ".4f"))
     return usage
 
 
 def is_run_dir(path: Path) -> bool:
-    """Whether `path` is a run dir (the --out of `envevo evolve`): it holds a lineage store."""
+    """Whether `path` is a run dir (the --run of `envevo evolve`): it holds a lineage store."""
     from envevo.store import RunPaths
 
     return RunPaths(run_dir=path).db.is_file()
@@ -67,7 +69,7 @@ def require_runs(runs: list[Path]) -> None:
             from envevo.store import RunPaths
 
             raise UserError(f"{run} is not a run dir (no {RunPaths(run_dir=run).db.name}); "
-                            "pass the --out dir of `envevo evolve`")
+                            "pass the run dir of `envevo evolve --run`")
 
 
 def check_red_team(text: str) -> None:
@@ -80,9 +82,25 @@ def check_red_team(text: str) -> None:
         raise UserError(str(exc)) from None
 
 
-def deprecated_flag(old: str, new: str) -> None:
-    """One line on stderr for a flag kept so that scripts go on working."""
-    err.print(f"warning: {old} is deprecated; use {new}", highlight=False, markup=False, soft_wrap=True)
+#: The release that drops the old spellings kept in 0.1 (two minor releases: scripts get one to move).
+REMOVED_IN = "0.3"
+
+
+def deprecated_flag(old: str, new: str, removed_in: str) -> None:
+    """One line on stderr for a flag kept so that scripts go on working, naming the release that removes it."""
+    err.print(f"warning: {old} is deprecated and will be removed in envevo {removed_in}; use {new}", highlight=False,
+              markup=False, soft_wrap=True)
+
+
+def renamed[T](old_value: T | None, new_value: T, old: str, new: str, removed_in: str = REMOVED_IN) -> T:
+    """The value of a renamed option: the new spelling's, or the old one's with a deprecation line. Both at once
+    is a user error, since which one wins would be a guess."""
+    if old_value is None:
+        return new_value
+    if new_value is not None:
+        raise UserError(f"{old} is the old spelling of {new}: give only {new}")
+    deprecated_flag(old, new, removed_in)
+    return old_value
 
 
 def preflight(env: str) -> None:

@@ -1,9 +1,12 @@
 """Options shared by several commands, declared once as `Annotated` aliases.
 
-Defaults come from the library's config models where one exists, so a default is typed once. Meanings are the
-same on every command: `--concurrency` is sandbox trials at once, `--lineages` lineages at once, `--model` a
-model in the one grammar of docs/llm.md (PROVIDER:NAME). Help is rendered without Rich markup (see
-`_common.sub_app`), so brackets such as `[llm]` print as written.
+Defaults come from the library's config models where one exists, so a default is typed once; the defaults that
+every command running trials shares (`TRIAL_DEFAULTS`, `EXECUTOR`) are named here. Meanings are the same on every
+command: `--concurrency` is sandbox trials at once, `--lineages` lineages at once, `--model` the model that is
+called, in the one grammar of docs/llm.md (PROVIDER:NAME), `--run` a run store (RUN: the lineage store of
+`envevo evolve`), `--by-agent`/`--by-model` which recorded rollouts count, `--config` the project's envevo.toml,
+`--out` a file or folder the command writes. Help is rendered without Rich markup (see `_common.sub_app`), so
+brackets such as `[llm]` print as written.
 """
 
 from __future__ import annotations
@@ -34,14 +37,42 @@ def out_option(help: str) -> typer.models.OptionInfo:  # noqa: A002 (typer's own
     return typer.Option("--out", help=help, rich_help_panel=OUTPUT)
 
 
+def old_spelling(flag: str, new: str) -> typer.models.OptionInfo:
+    """A renamed option's old spelling: hidden from help and the reference, read with `_common.renamed`."""
+    return typer.Option(flag, hidden=True, help=f"Deprecated: use {new}.")
+
+
 # ---- runs and lineages ------------------------------------------------------------------------------------
-RunArg = Annotated[Path, typer.Argument(help="Run dir: the --out of `envevo evolve`.")]
+RUN_HELP = "Run dir: the lineage store that `envevo evolve --run` writes."
+RunArg = Annotated[Path, typer.Argument(help=RUN_HELP)]
+
+
+def run_option(help: str) -> typer.models.OptionInfo:  # noqa: A002 (typer's own name)
+    """`--run RUN`: a run store, wherever a command takes one as an option; each says what it does with it."""
+    return typer.Option("--run", metavar="RUN", help=help)
+
+
+ByAgent = Annotated[str | None, typer.Option("--by-agent", metavar="AGENT", help="Count only the rollouts by this "
+                                             "agent, as `envevo rollout --agent` named it (needed when the run holds "
+                                             "rollouts of several).")]
+ByModel = Annotated[str | None, typer.Option("--by-model", metavar="MODEL", help="Count only the rollouts by this "
+                                             "model, as `envevo rollout --model` took it (PROVIDER:NAME).")]
 LineageFilter = Annotated[str | None, typer.Option("--lineage", help="Only this lineage (its id, as listed by "
                                                    "`envevo lineage show`).")]
 Seed = Annotated[int, typer.Option("--seed", help="Random seed: the same seed gives the same result.")]
 Generations = Annotated[int, typer.Option("--generations", min=1, help=EvolveConfig.model_fields["generations"]
                                           .description or "Generations per lineage.")]
 Lineages = Annotated[int, typer.Option("--lineages", min=1, help="Lineages evolving at once.")]
+
+# ---- defaults of every command that runs trials (verify, audit, evolve, rollout, seeds select) -----------------
+# One place, so that a task audited, verified, selected as a seed or rolled out meets the same checks and load.
+_TRIALS = EvolveConfig()
+ENV = _TRIALS.env
+REPEATS = _TRIALS.repeats
+CONCURRENCY = _TRIALS.trial_concurrency
+RED_TEAM = _TRIALS.red_team
+MUTATION = _TRIALS.mutation
+EXECUTOR = "asyncio"  # scale-out is opt-in; --ray-address, --max-sandboxes and --start-rate default to none
 
 # ---- sandbox ------------------------------------------------------------------------------------------
 Env = Annotated[str, typer.Option("--env", help="podman or docker (envevo's local sandbox), harbor:podman for "
@@ -67,8 +98,9 @@ LearnRubric = Annotated[Path | None, typer.Option("--learn-rubric", help="A rubr
 ImageMapOpt = Annotated[list[str], typer.Option("--image-map", help="Rewrite a base image, e.g. "
                                                 "ubuntu:24.04=registry.local/ubuntu:24.04 (repeatable).",
                                                 rich_help_panel=SANDBOX)]
-ImagesConfig = Annotated[Path | None, typer.Option("--config", help="envevo.toml with an [images] table "
-                                                   "(default: ./envevo.toml if present).", rich_help_panel=SANDBOX)]
+ConfigFile = Annotated[Path | None, typer.Option("--config", help="The project's settings file, envevo.toml: its [llm] "
+                                                 "models and [images] base-image map (default: ./envevo.toml if "
+                                                 "present).")]
 
 # ---- models ---------------------------------------------------------------------------------------------
 Model = Annotated[str | None, typer.Option("--model", help=f"The model: {MODEL_HELP}", rich_help_panel=LLM)]
@@ -78,8 +110,6 @@ ApiKeyEnv = Annotated[str | None, typer.Option("--api-key-env", metavar="NAME", 
                                                "the API key (default: the provider's own, OPENAI_API_KEY or "
                                                "ANTHROPIC_API_KEY; any value, e.g. EMPTY, for a server without auth).",
                                                rich_help_panel=LLM)]
-LLMConfigFile = Annotated[Path | None, typer.Option("--llm-config", help="A TOML file with an [llm] table "
-                                                    "(default ./envevo.toml if present).", rich_help_panel=LLM)]
 RoleModel = Annotated[list[str], typer.Option("--role-model", help="ROLE=PROVIDER:NAME for one role (proposer, "
                                               "reviewer, modifier, judge); repeatable.", rich_help_panel=LLM)]
 PriceOption = Annotated[list[str], typer.Option("--price", help="PROVIDER:NAME=IN,OUT: a model's USD per million "
@@ -109,5 +139,6 @@ TargetWeakness = Annotated[Path | None, typer.Option("--target-weakness", metava
                                                      "one agent's weakness δ_θ, estimated from the rollouts stored in "
                                                      "RUN as `envevo difficulty RUN --weakness` does (procedural "
                                                      "engine).", rich_help_panel=WEAKNESS)]
-TargetAgent = Annotated[str | None, typer.Option("--agent", help="With --target-weakness: whose weakness (needed when "
-                                                 "RUN holds rollouts of several agents).", rich_help_panel=WEAKNESS)]
+TargetAgent = Annotated[str | None, typer.Option("--by-agent", metavar="AGENT", help="With --target-weakness: whose "
+                                                 "weakness; only the rollouts by this agent count (needed when RUN "
+                                                 "holds rollouts of several agents).", rich_help_panel=WEAKNESS)]

@@ -15,7 +15,8 @@ from envevo.cli import _options as o
 from envevo.cli._common import INTERRUPTED_NO_SANDBOX, err, fmt, out, print_json, require_runs, sub_app, user_errors
 from envevo.errors import UserError
 
-analyze_app = sub_app("The paper's analyses over runs' rollouts: generations, directions, validity.")
+analyze_app = sub_app("The paper's analyses over runs' rollouts: generations, directions, validity; and the drift of "
+                      "versions stored without it.")
 
 Runs = Annotated[list[Path], typer.Argument(help="Run dirs whose versions have rollouts (`envevo rollout RUN "
                                             "--agent …`).")]
@@ -139,3 +140,22 @@ def claims(runs: Runs, json_out: o.Json = False) -> None:
     verdicts = {True: "[green]yes[/]", False: "[red]no[/]", None: "untested"}
     _show(study, "the paper's claims, here", ("claim", "holds", "evidence"),
           ([escape(c.claim), verdicts[c.holds], escape(c.evidence)] for c in study.claims), overflow="fold")
+
+
+@analyze_app.command("drift")
+@user_errors(interrupted="interrupted: the drift measured so far is stored; run the command again for the rest")
+def drift(run: o.RunArg, lineage: o.LineageFilter = None, json_out: o.Json = False) -> None:
+    """Measure and store the semantic drift of versions stored without it (runs from before drift was recorded, or
+    committed without the encoder). `evolve` measures drift as it commits; `lineage show` and `report` only read it."""
+    from envevo.analysis import measure_missing_drift, unmeasured
+    from envevo.store import LineageStore
+
+    # The one writer of the run meanwhile: an evolve run on it makes this refuse, naming its PID.
+    with LineageStore.open(run, create=False, hold="envevo analyze drift") as store:
+        if (todo := len(unmeasured(store, lineage))) and not json_out:
+            err.print(f"measuring the semantic drift of {todo} version(s) (a few seconds each on a CPU)…", highlight=False)
+        measured = measure_missing_drift(store, lineage)
+    if json_out:
+        print_json({"run": str(run), "measured": measured})
+    else:
+        out.print(f"drift measured and stored for {measured} version(s)" if measured else "every version has its drift")

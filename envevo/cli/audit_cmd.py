@@ -23,12 +23,10 @@ from envevo.cli import _options as o
 from envevo.cli._common import STATUS, check_red_team, err, out, preflight, print_json, progress, user_errors
 from envevo.cli.verify_cmd import check_mutation
 from envevo.errors import UserError
-from envevo.evolve import EvolveConfig
 from envevo.verify import AUDIT_RESULTS as RESULTS
 from envevo.verify import load_audit_results as load_results
 from envevo.verify import summarize_audit as summarize
 
-D = EvolveConfig()
 __all__ = ["RESULTS", "audit", "load_results", "summarize"]  # the library's names, as tests and scripts import them here
 
 
@@ -53,14 +51,18 @@ def audit(
     out_dir: Annotated[Path, o.out_option("Where results (audit.jsonl) and trial logs go.")] = Path("audit"),
     resume: Annotated[bool, typer.Option("--resume", help="Skip tasks whose content hash already has a result in "
                                          "--out.")] = False,
-    env: o.Env = D.env,
-    repeats: o.Repeats = 1,
-    red_team: o.RedTeam = "on",
-    mutation: o.Mutation = D.mutation,
-    concurrency: o.Concurrency = D.trial_concurrency,
+    env: o.Env = o.ENV,
+    repeats: o.Repeats = o.REPEATS,
+    red_team: o.RedTeam = o.RED_TEAM,
+    mutation: o.Mutation = o.MUTATION,
+    concurrency: o.Concurrency = o.CONCURRENCY,
     image_map: o.ImageMapOpt = [],  # noqa: B006 (typer copies list defaults)
-    config: o.ImagesConfig = None,
+    config: o.ConfigFile = None,
     json_out: o.Json = False,
+    executor_name: o.ExecutorName = o.EXECUTOR,
+    ray_address: o.RayAddress = None,
+    max_sandboxes: o.MaxSandboxes = None,
+    start_rate: o.StartRate = None,
 ) -> None:
     """Audit tasks for soundness and reward hacks: per task, which verifier failed, which exploit broke it, and its
     mutation score (near-miss solutions killed of those run) with the surviving mutants by name.
@@ -77,6 +79,9 @@ def audit(
     if results.is_file() and not resume:
         raise UserError(f"{results} holds an earlier audit: pass --resume to continue it, or choose another --out")
     preflight(env)
+    from envevo.evolve import scale_out
+
+    scale_out(executor_name, ray_address, max_sandboxes, start_rate, trials=True)
     mapping = load_image_map(image_map, config)
     loaded = load_task_args(tasks)  # every task validated before any container starts
     done = load_results(results)

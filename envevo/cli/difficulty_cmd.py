@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from envevo.cli import _options as o
-from envevo.cli._common import INTERRUPTED_NO_SANDBOX, err, is_run_dir, out, print_json, usage_table, user_errors
+from envevo.cli._common import INTERRUPTED_NO_SANDBOX, err, is_run_dir, out, print_json, renamed, usage_table, user_errors
 from envevo.errors import UserError
 from envevo.trace import ReferenceDistribution
 
@@ -53,8 +53,8 @@ def _noted(p: ReferenceDistribution) -> ReferenceDistribution:
 
 @user_errors(interrupted=INTERRUPTED_NO_SANDBOX)
 def difficulty(
-    target: Annotated[Path, typer.Argument(help="A task dir, a folder of task dirs, or a RUN dir (--out of `envevo "
-                                           "evolve`).")],
+    target: Annotated[Path, typer.Argument(help="A task dir, a folder of task dirs, or a RUN dir (`envevo evolve "
+                                           "--run`).")],
     json_out: o.Json = False,
     estimator: Annotated[str | None, typer.Option("--estimator", help="p_T estimator: catalog (the procedural "
                                                   "engine's priors), corpus (label frequencies over --corpus), llm (a "
@@ -81,18 +81,20 @@ def difficulty(
     weakness: Annotated[bool, typer.Option("--weakness", help="RUN only: a model's weakness δ_θ = [d_θ − d_T]_+ per "
                                            "skill and scenario, estimated from its recorded rollouts (`envevo rollout "
                                            "RUN`).")] = False,
-    agent: Annotated[str | None, typer.Option("--agent", help="With --weakness: whose rollouts (needed when the run "
-                                              "has several).")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="With --weakness: which model of that agent, as "
-                                              "`envevo rollout --model` took it (PROVIDER:NAME).")] = None,
+    agent: o.ByAgent = None,
+    model: o.ByModel = None,
+    old_agent: Annotated[str | None, o.old_spelling("--agent", "--by-agent")] = None,
+    old_model: Annotated[str | None, o.old_spelling("--model", "--by-model")] = None,
 ) -> None:
     """Model-free difficulty D_T = Σ [−log p_T(σ|g) − log p_T(κ|σ,g)] of tasks, or of every generation of a run."""
     from envevo.analysis import run_rows, task_rows
     from envevo.llm import litellm_model, normalize_model
     from envevo.task import expand_task_dirs
 
+    agent = renamed(old_agent, agent, "difficulty --agent (whose rollouts)", "--by-agent")
+    model = renamed(old_model, model, "difficulty --model (whose rollouts)", "--by-model")
     if not target.exists():
-        raise UserError(f"{target} does not exist; pass a task dir or the --out dir of an `envevo evolve` run")
+        raise UserError(f"{target} does not exist; pass a task dir or a run dir (`envevo evolve --run`)")
     # --base-url serves --extract-model on tasks; p_T takes it when it is llm, or may be (a run's recorded one).
     llm_url = base_url if estimator == "llm" or (estimator is None and is_run_dir(target)) else None
     p = choose_estimator(target, estimator, corpus=corpus, embedding_model=embedding_model, method=llm_method,
@@ -102,11 +104,21 @@ def difficulty(
         return weakness_output(target, agent=agent, model=litellm_model(model) if model else None, estimator=p,
                                json_out=json_out, asked=weakness)
     records: list = []  # the extraction's metered calls
-    if is_run_dir(target):
-        kind, rows = "run", run_rows(target, p)
-    else:
-        # the one event loop of this command: extraction asks a model
-        kind, rows = "tasks", asyncio.run(task_rows(expand_task_dirs([target]), p, extract_model, base_url, usage=records))
+    try:
+        if is_run_dir(target):
+            kind, rows = "run", run_rows(target, p)
+        else:
+            # the one event loop of this command: extraction asks a model
+            kind, rows = "tasks", asyncio.run(task_rows(expand_task_dirs([target]), p, extract_model, base_url,
+                                                        usage=records))
+    except BaseException as e:  # a failed extraction (or Ctrl-C) spent tokens all the same: show them, then the error
+        spent = model_usage(records, p)
+        if spent and json_out:
+            print_json({"kind": "error", "target": str(target.resolve()), "error": str(e) or type(e).__name__,
+                        "usage": spent})
+        elif spent:
+            err.print(usage_table("LLM usage (the command failed; these tokens were spent)", spent))
+        raise
     usage = model_usage(records, p)
     if json_out:
         info = {"estimator_info": p.describe()} if hasattr(p, "describe") else {}
@@ -134,8 +146,9 @@ def model_usage(records: list, p: ReferenceDistribution) -> list[dict[str, Any]]
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for r in [*records, *getattr(meter, "records", ())]:
         t = rows.setdefault((r.role, r.model), {"role": r.role, "model": r.model, "calls": 0, "input_tokens": 0,
-                                                "output_tokens": 0, "cost_usd": None})
+                                                "output_tokens": 0, "cost_usd": None, "estimated_calls": 0})
         t["calls"] += 1
+        t["estimated_calls"] += int(getattr(r, "estimated", False))
         t["input_tokens"] += r.input_tokens
         t["output_tokens"] += r.output_tokens
         if r.cost_usd is not None:
@@ -157,14 +170,15 @@ def weakness_output(target: Path, *, agent: str | None, model: str | None, estim
     from envevo.store import LineageStore
 
     if not asked:
-        raise UserError("--agent and --model only apply with --weakness")
+        raise UserError("--by-agent and --by-model only apply with --weakness")
     if not is_run_dir(target):
         raise UserError(f"{target} is not a run (no store.sqlite); --weakness reads the rollouts of a RUN dir "
-                        "(the --out of `envevo evolve`, rolled out with `envevo rollout RUN`)")
+                        "(`envevo evolve --run RUN`, rolled out with `envevo rollout RUN`)")
     with LineageStore.open(target, create=False) as store:
         rep = weakness(store, agent=agent, model=model, p=estimator)
+    usage = model_usage([], estimator)  # d_T under an llm p_T asks a model
     if json_out:
-        print_json({"kind": "weakness", "target": str(target.resolve()), **rep.model_dump(mode="json")})
+        print_json({"kind": "weakness", "target": str(target.resolve()), **rep.model_dump(mode="json"), "usage": usage})
         return
     sim = " — SIMULATION" if rep.simulated else ""
     who = f"{rep.agent} / {rep.model or '-'}"
@@ -183,6 +197,8 @@ def weakness_output(target: Path, *, agent: str | None, model: str | None, estim
             table.add_row(escape(getattr(r, key) or "-"), str(r.n), str(r.failures), str(r.censored), f"{r.s_hat:.3f}",
                           f"{r.d_T:.2f}", f"{r.d_theta:.2f}", f"{r.delta:.2f}")
         out.print(table)
+    if usage:
+        out.print(usage_table("LLM usage", usage))
     if rep.simulated:
         err.print("simulated agents: this weakness is SIMULATION, not a model's")
 

@@ -1,4 +1,4 @@
-"""`envevo evolve` and `envevo report`: evolve seeds into lineages, then render the run."""
+"""`envevo evolve`: evolve seeds into lineages of harder, verified generations, stored in a run."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from rich.table import Table
 
 from envevo.cli import _options as o
 from envevo.cli._common import (
-    INTERRUPTED_NO_SANDBOX,
+    REMOVED_IN,
     check_red_team,
     deprecated_flag,
     err,
@@ -20,12 +20,12 @@ from envevo.cli._common import (
     plain,
     preflight,
     print_json,
-    require_runs,
+    renamed,
     user_errors,
 )
 from envevo.cli.verify_cmd import check_mutation
 from envevo.errors import UserError
-from envevo.evolve import EvolveConfig
+from envevo.evolve import EvolveConfig, Stage
 from envevo.trace import Direction, Effort
 
 D = EvolveConfig()  # every option's default, as the run's settings have it
@@ -33,6 +33,13 @@ LLM = o.LLM
 # Plain re-running would refuse the run dir (it exists); --resume continues from the last committed generations.
 INTERRUPTED = ("interrupted: sandboxes were torn down and committed generations kept; run the same command with "
                "--resume to continue")
+
+
+def given_on_command_line(ctx: typer.Context | None) -> set[str]:
+    """The parameters the user typed (not defaults): a resume changes only those of RESUME_IF_GIVEN."""
+    if ctx is None:  # called as a function, not as the command
+        return set()
+    return {name for name in ctx.params if getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"}
 
 
 def parse_directions(text: str) -> list[Direction]:
@@ -59,7 +66,9 @@ def parse_max_drift(text: str) -> float | None:
 @user_errors(interrupted=INTERRUPTED)
 def evolve(
     seeds: Annotated[list[Path], typer.Argument(help="Seed task dirs (e.g. made by `envevo seed procedural`).")],
-    out_dir: Annotated[Path, o.out_option("Run dir: holds the lineage store.")],
+    run_dir: Annotated[Path | None, o.run_option("The run dir to write (or with --resume, to continue): it holds "
+                                                 "the lineage store; required.")] = None,
+    old_out: Annotated[Path | None, o.old_spelling("--out", "--run")] = None,
     engine_name: Annotated[str, typer.Option("--engine", help="procedural (offline) or llm.")] = D.engine,
     generations: o.Generations = D.generations,
     effort: Annotated[Effort, typer.Option("--effort", help="low: one pair; high: one contiguous span; "
@@ -68,8 +77,12 @@ def evolve(
                                       "choice).")] = D.seed,
     directions: Annotated[str, typer.Option("--directions", help="Comma-separated directions tried each generation "
                                             "(one alone isolates a lever).")] = ",".join(D.directions),
-    resume: Annotated[bool, typer.Option("--resume", help="Continue a run stored in --out, from each lineage's last "
-                                         "committed generation; a terminated lineage stays as stored.")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue a run stored in --run, from each lineage's last "
+                                         "committed generation; a terminated lineage stays as stored. The stored "
+                                         "settings stand; --red-team, --mutation, --repeats, --plan-budget and "
+                                         "--env-budget given again with another value apply from the resume on (a "
+                                         "line says so); engine, effort, seed, directions and models must match.")
+                      ] = False,
     retry_skipped: Annotated[bool, typer.Option("--retry-skipped", help="With --resume: try the seeds the run skipped "
                                                 "(no ξ extracted, or the seed gate failed) again, with the current "
                                                 "settings.")] = False,
@@ -77,12 +90,12 @@ def evolve(
     old_concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, hidden=True,
                                                         help="Deprecated here: use --lineages.")] = None,
     trial_concurrency: Annotated[int, typer.Option("--trial-concurrency", min=1, rich_help_panel=o.SANDBOX,
-                                                   help="Sandbox trials at once, across lineages.")] = D.trial_concurrency,
-    env: o.Env = D.env,
-    repeats: o.Repeats = D.repeats,
-    red_team: o.RedTeam = D.red_team,
+                                                   help="Sandbox trials at once, across lineages.")] = o.CONCURRENCY,
+    env: o.Env = o.ENV,
+    repeats: o.Repeats = o.REPEATS,
+    red_team: o.RedTeam = o.RED_TEAM,
     learn_rubric: o.LearnRubric = None,
-    mutation: o.Mutation = D.mutation,
+    mutation: o.Mutation = o.MUTATION,
     plan_budget: Annotated[int, typer.Option("--plan-budget", min=1, help="Proposer→Reviewer rounds per "
                                              "direction.")] = D.plan_budget,
     env_budget: Annotated[int, typer.Option("--env-budget", min=1, help="Modifier→verifier rounds per "
@@ -92,7 +105,8 @@ def evolve(
     base_url: o.BaseUrl = None,
     api_key_env: o.ApiKeyEnv = None,
     role_model: o.RoleModel = [],  # noqa: B006 (typer copies list defaults)
-    llm_config: o.LLMConfigFile = None,
+    config: o.ConfigFile = None,
+    old_llm_config: Annotated[Path | None, o.old_spelling("--llm-config", "--config")] = None,
     max_cost: Annotated[float | None, typer.Option("--max-cost", rich_help_panel=LLM, help="USD per lineage; "
                                                    "reaching it ends the lineage as budget_exhausted (resumable).")] = None,
     max_tokens: Annotated[int | None, typer.Option("--max-tokens", rich_help_panel=LLM,
@@ -106,12 +120,14 @@ def evolve(
                                            "this from the seed: 1 − cosine similarity of the whole instruction to the "
                                            "seed's (all-MiniLM-L6-v2); the reason goes back to the Modifier. off: no "
                                            "bound. See docs/drift.md.")] = str(D.max_drift),
-    executor_name: o.ExecutorName = "asyncio",
+    executor_name: o.ExecutorName = o.EXECUTOR,
     ray_address: o.RayAddress = None,
     max_sandboxes: o.MaxSandboxes = None,
     start_rate: o.StartRate = None,
     target_weakness: o.TargetWeakness = None,
     target_agent: o.TargetAgent = None,
+    old_agent: Annotated[str | None, o.old_spelling("--agent", "--by-agent")] = None,
+    ctx: typer.Context = None,  # type: ignore[assignment]  # typer passes it: which options were typed
 ) -> None:
     """Evolve each seed into a lineage of harder, verified generations."""
     from envevo.evolve import (
@@ -130,9 +146,14 @@ def evolve(
     from envevo.task import first_duplicate, load_task
 
     if old_concurrency is not None:
-        deprecated_flag("evolve --concurrency (lineages at once)", "--lineages; --concurrency will mean trials, "
-                        "as on the other commands")
+        deprecated_flag("evolve --concurrency for lineages at once", "--lineages (from then on --concurrency means "
+                        "trials, as on the other commands)", REMOVED_IN)
         lineages = old_concurrency if lineages == D.lineage_concurrency else lineages
+    run_dir = renamed(old_out, run_dir, "evolve --out", "--run")
+    config = renamed(old_llm_config, config, "--llm-config", "--config")
+    target_agent = renamed(old_agent, target_agent, "evolve --agent (whose weakness)", "--by-agent")
+    if run_dir is None:
+        raise UserError("evolve writes its lineages to a run: give its dir with --run RUN")
     if retry_skipped and not resume:
         raise UserError("--retry-skipped reopens the skipped seeds of a stored run: add --resume")
     check_red_team(red_team)
@@ -140,19 +161,22 @@ def evolve(
     preflight(env)
     executor = scale_out(executor_name, ray_address, max_sandboxes, start_rate)
     capabilities = engine_capabilities(engine_name)
-    settings = settings_with_options(llm_config, model, base_url, api_key_env, role_model, max_cost, max_tokens,
+    settings = settings_with_options(config, model, base_url, api_key_env, role_model, max_cost, max_tokens,
                                      price, record, replay) if Capability.USES_LLM in capabilities else None
     engine, checks = make_engine(engine_name, settings, env=env, rubric_files=rubric)
+    weak_p = None  # the p_T the δ tables are computed under: an llm one spends tokens, stored with the run's usage
     if target_weakness is not None or target_agent is not None:
         from envevo.cli.difficulty_cmd import choose_estimator
         from envevo.rollout import weakness_target
 
         if target_weakness is None:
-            raise UserError("--agent names whose weakness to target; give the run of its rollouts with --target-weakness RUN")
+            raise UserError("--by-agent names whose weakness to target; give the run of its rollouts with "
+                            "--target-weakness RUN")
         if not is_targetable(engine):
             raise UserError("--target-weakness steers the procedural engine only; use --engine procedural or drop it")
         # p_T: the run's own, as `envevo difficulty RUN --weakness` takes it (its notes go to stderr)
-        engine.target = weakness_target(target_weakness, target_agent, choose_estimator(target_weakness, None))
+        weak_p = choose_estimator(target_weakness, None)
+        engine.target = weakness_target(target_weakness, target_agent, weak_p)
     if uses_models(engine):
         asyncio.run(engine.preflight())  # a missing key or a dead endpoint: one line, before any work
     given = EvolveConfig(
@@ -171,7 +195,11 @@ def evolve(
     # seed instead, in start_lineages).
     for task in tasks if Capability.OFFLINE_EXTRACTION in engine.capabilities else ():
         asyncio.run(engine.extract_trace(task))
-    store, cfg = open_run(out_dir, given, resume=resume)
+    store, cfg = open_run(run_dir, given, resume=resume, explicit=given_on_command_line(ctx),
+                          notify=lambda line: err.print(line, markup=False, highlight=False))
+    for rec in getattr(getattr(weak_p, "meter", None), "records", ()):  # outside lineages: `lineage show` lists it
+        store.add_usage(rec.role, input_tokens=rec.input_tokens, output_tokens=rec.output_tokens, model=rec.model,
+                        cost_usd=rec.cost_usd, estimated=rec.estimated)
     if cfg.weakness_target is not None and is_targetable(engine):  # on a resume, the δ the run started with
         from envevo.evolve.engines.procedural import WeaknessTarget
 
@@ -195,15 +223,16 @@ def evolve(
         return bars[lineage]
 
     def on_event(e):
-        if e.stage == "worker":  # the Ray executor: which worker runs the lineage's generation now
+        if e.stage is Stage.WORKER:  # the Ray executor: which worker runs the lineage's generation now
             bar.update(bar_of(e.lineage), worker=e.detail)
             return
-        said = e.stage in ("judged", "kept") or (e.stage == "terminated" and e.generation == 0)
+        said = e.stage in (Stage.JUDGED, Stage.KEPT) or (e.stage is Stage.TERMINATED and e.generation == 0)
         if said:  # a seed's verdict, or a lineage a resume leaves as it ended: said once
             # markup off: reasons name settings in brackets ([llm.roles.proposer]) that rich would swallow
             bar.console.print(f"{e.lineage}: {e.detail}", markup=False, highlight=False, soft_wrap=True)
         stage = f"g{e.generation:02d} {e.stage}: {e.detail}"
-        bar.update(bar_of(e.lineage), stage=stage, **({"completed": e.generation} if e.stage in ("accepted", "kept") else {}))
+        bar.update(bar_of(e.lineage), stage=stage,
+                   **({"completed": e.generation} if e.stage in (Stage.ACCEPTED, Stage.KEPT) else {}))
         if lines is not None and not said:
             lines.update(e.lineage, f"{e.lineage} {stage}")
 
@@ -226,12 +255,12 @@ def evolve(
         finally:
             if lines is not None:
                 lines.flush()
-        _print_summary(store, out_dir, json_out)
+        _print_summary(store, run_dir, json_out)
     finally:
         store.close()  # lets go of the run dir at once, also when called in-process (tests)
 
 
-def _print_summary(store, out_dir: Path, json_out: bool) -> None:
+def _print_summary(store, run_dir: Path, json_out: bool) -> None:
     summary = []
     for lin in store.lineages():
         versions = store.versions(lin.id)
@@ -240,9 +269,9 @@ def _print_summary(store, out_dir: Path, json_out: bool) -> None:
             "L": [v.L for v in versions], "D_T": [v.D_T for v in versions],
         })
     if json_out:
-        print_json({"run": str(out_dir.resolve()), "lineages": summary})
+        print_json({"run": str(run_dir.resolve()), "lineages": summary})
         return
-    table = Table(title=f"envevo evolve → {out_dir}")
+    table = Table(title=f"envevo evolve → {run_dir}")
     for col in ("lineage", "status", "generations", "L", "D_T first → last", "reason"):
         table.add_column(col, overflow="fold")
     for s in summary:
@@ -250,23 +279,5 @@ def _print_summary(store, out_dir: Path, json_out: bool) -> None:
         table.add_row(s["lineage"], s["status"], str(s["generations"]), " ".join("-" if n is None else str(n) for n in s["L"]),
                       f"{dts[0]:.2f} → {dts[-1]:.2f}" if dts else "-", s["reason"] or "")
     out.print(table)
-    err.print(f"next: envevo lineage show {out_dir} · envevo report {out_dir}")
+    err.print(f"next: envevo lineage show {run_dir} · envevo report {run_dir}")
 
-
-@user_errors(interrupted=INTERRUPTED_NO_SANDBOX)
-def report(
-    runs: Annotated[list[Path], typer.Argument(help="Run dir(s) written by `envevo evolve`; several (e.g. one per "
-                                               "effort) share one evaluation section.")],
-    out_file: Annotated[Path | None, o.out_option("HTML file to write (default FIRST_RUN/report.html).")] = None,
-    json_out: o.Json = False,
-) -> None:
-    """Write a self-contained HTML report: the analyses of recorded rollouts (pass rate and turns per generation,
-    direction effects, Spearman validity of D_T), then per run D_T and its terms, mutation rates, ξ and diffs."""
-    from envevo.report import build_report
-
-    require_runs(runs)
-    path = build_report(runs, out_file)
-    if json_out:
-        print_json({"report": str(path.resolve())})
-    else:
-        out.print(f"report: {path.resolve()}")

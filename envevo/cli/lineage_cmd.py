@@ -1,9 +1,7 @@
-"""`envevo lineage show|stats` and `envevo export`: read a run's lineage store, print it, export it."""
+"""`envevo lineage show|stats`: read a run's lineage store and print its lineages and mutation rates."""
 
 from __future__ import annotations
 
-import asyncio
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,12 +17,10 @@ from envevo.cli._common import (
     fmt,
     out,
     print_json,
-    progress,
     sub_app,
     usage_table,
     user_errors,
 )
-from envevo.errors import UserError
 
 lineage_app = sub_app("Inspect the lineages of an evolve run: generations, ξ length, D_T, mutations, mutation-rate stats.")
 
@@ -85,21 +81,15 @@ def show(
     """Per lineage: each generation's direction, ξ length L, D_T and its terms, mutated components, verification.
 
     --json prints one object: {run, lineages: [{…, generations: […]}]}."""
-    from envevo.errors import UserError
+    from envevo.analysis import drift_note, unmeasured
     from envevo.store import LineageStore
 
     notes: list[str] = []
     with LineageStore.open(run, create=False) as store:
         ids = [lineage] if lineage is not None else [lin.id for lin in store.lineages()]
-        try:  # versions stored before drift was recorded get it now, once
-            missing = sum(v.drift is None for i in ids for v in store.versions(i))
-            if missing:
-                err.print(f"measuring the semantic drift of {missing} version(s) stored without it (once; "
-                          "a few seconds per version on a CPU)…", highlight=False)
-            for i in ids:
-                store.ensure_drift(i)
-        except UserError as e:
-            notes.append(f"drift not measured: {e}")
+        # A read writes nothing: versions stored without drift are named, and `analyze drift` measures them.
+        if missing := sum(len(unmeasured(store, i)) for i in ids):
+            notes.append(drift_note(missing, run))
         data: dict[str, Any] = {"run": str(store.run_dir), "lineages": [lineage_json(store, i) for i in ids],
                                 # seeds extracted and judged before their lineage existed: tokens spent all the same
                                 "usage_outside_lineages": [t.model_dump(mode="json")
@@ -164,7 +154,6 @@ def _killed(metrics: dict[str, Any] | None) -> str:
 
 #: One letter per component, in canonical order, for compact tables.
 MUTATION_FLAGS = (("instruction", "I"), ("environment", "E"), ("verification", "V"), ("solution", "S"), ("config", "C"))
-IMAGES = "Prebuilt images (--images)"
 KILLED_LEGEND = "verified k/n: of n near-miss solutions run (the mutation verifier), k scored 0"
 MUTATION_LEGEND = "mutated: I instruction, E environment, V verification, S solution, C config"
 DRIFT_LEGEND = ("drift seed / parent: 1 − cosine similarity of the instruction to the seed's / the parent's; "
@@ -214,100 +203,6 @@ def stats(
         out.print(_pooled_rates_table("files kept by direction and effort: share of the children's files "
                                       "byte-identical to their parent's", ("direction", "effort"),
                                       result.by_direction_effort, kept=True))
-
-
-class ExportFormat(StrEnum):
-    HARBOR = "harbor"
-    JSONL = "jsonl"
-    PARQUET = "parquet"
-    RL = "rl"
-
-
-@user_errors(interrupted="interrupted: the export may be incomplete; re-run the command (with --force for a harbor "
-             "or rl folder)")
-def export(
-    run: o.RunArg,
-    out_path: Annotated[Path, o.out_option("harbor: the dataset folder to create. jsonl/parquet: a .jsonl/.parquet "
-                                           "file, or a folder for versions.<format>.")],
-    format: Annotated[ExportFormat, typer.Option(  # noqa: A002
-        "--format", help="harbor (a dataset folder for `harbor run -p`), jsonl or parquet (a flat index), rl (tasks/ "
-        "plus index.parquet for the trainer adapters).")] = ExportFormat.HARBOR,
-    lineage: o.LineageFilter = None,
-    force: Annotated[bool, typer.Option("--force", help="harbor: replace an existing, non-empty dataset folder.")] = False,
-    images: Annotated[bool, typer.Option(
-        "--images", help="harbor/rl: build each task's image (and its separate verifier's) and name it as docker_image "
-        "in task.toml, for runners that cannot build (verifiers/prime-rl) and nodes that should not.",
-        rich_help_panel=IMAGES)] = False,
-    registry: Annotated[str, typer.Option(
-        "--registry", help="With --images: the repository prefix, HOST[:PORT]/PREFIX; each task gets <prefix>/<name>.",
-        rich_help_panel=IMAGES)] = "localhost/envevo",
-    push: Annotated[bool, typer.Option(
-        "--push", help="With --images: push to --registry and pin task.toml to the pushed digest (repo@sha256:…). "
-        "TLS is verified except for a loopback registry.", rich_help_panel=IMAGES)] = False,
-    env: o.Env = "podman",
-    json_out: o.Json = False,
-) -> None:
-    """Export every committed version: a Harbor dataset folder (<lineage>__g<NN>), or a JSONL/Parquet index."""
-    from envevo.schedule import export_rl
-    from envevo.store import LineageStore, export_flat, export_harbor
-
-    if (push or registry != "localhost/envevo") and not images:
-        raise UserError("--registry and --push go with --images")
-    if images and format not in (ExportFormat.HARBOR, ExportFormat.RL):
-        raise UserError("--images needs --format harbor or rl: a flat index has no task dirs to name images in")
-    if push and registry.split("/", 1)[0] == "localhost":
-        raise UserError("--push needs --registry HOST[:PORT]/PREFIX: 'localhost/…' names this host's image store")
-    if images and env not in ("podman", "docker"):
-        raise UserError(f"--images builds with a local engine: --env podman or docker, not {env!r}")
-    with LineageStore.open(run, create=False) as store:
-        if format is ExportFormat.HARBOR:
-            paths = export_harbor(store, out_path, lineage_id=lineage, overwrite=force)
-            result: dict[str, Any] = {
-                "format": "harbor",
-                "out": str(out_path.expanduser().absolute()),
-                "tasks": len(paths),
-                "names": [p.name for p in paths],
-            }
-            message = f"wrote {len(paths)} task(s) to {result['out']}"
-        elif format is ExportFormat.RL:
-            paths, index = export_rl(store, out_path, lineage_id=lineage, overwrite=force)
-            result = {"format": "rl", "out": str(out_path.expanduser().absolute()), "tasks": len(paths), "index": str(index)}
-            message = f"wrote {len(paths)} task(s) and the index {index}"
-        else:
-            target = export_flat(store, out_path, format.value, lineage_id=lineage)  # type: ignore[arg-type]
-            rows = len(store.versions(lineage))
-            result = {"format": format.value, "out": str(target), "rows": rows}
-            message = f"wrote {rows} version(s) to {target}"
-    if images:
-        published = _publish(paths, env, registry, push)
-        result["images"] = [p.model_dump(mode="json") for p in published]
-        message += "\n" + "\n".join(_image_line(p) for p in published)
-    if json_out:
-        print_json(result)
-    else:
-        out.print(message, highlight=False, soft_wrap=True)
-
-
-def _publish(task_dirs: list[Path], env: str, registry: str, push: bool) -> list:
-    from envevo.sandbox import publish_task
-
-    async def each() -> list:
-        done = []
-        with progress(f"{'building and pushing' if push else 'building'} {len(task_dirs)} image set(s)",
-                      len(task_dirs)) as advance:
-            for d in task_dirs:
-                done.append(await publish_task(d, env, registry, push=push))
-                advance(d.name)
-        return done
-
-    return asyncio.run(each())
-
-
-def _image_line(p) -> str:
-    line = f"{p.task_dir.name}: {p.agent.reference}"
-    if p.verifier is not None:
-        line += f" (verifier {p.verifier.reference})"
-    return line + "".join(f"; substituted: {s}" for s in p.substitutions)
 
 
 def _pooled_rates_table(title: str, keys: tuple[str, ...], rows: list, *, kept: bool = False) -> Table:

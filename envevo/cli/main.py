@@ -28,11 +28,15 @@ def _register() -> None:
         difficulty_cmd,
         doctor_cmd,
         evolve_cmd,
+        export_cmd,
         lineage_cmd,
+        report_cmd,
         review_cmd,
         rollout_cmd,
+        rubric_cmd,
         schedule_cmd,
         seed_cmd,
+        seeds_cmd,
         verify_cmd,
     )
     from envevo.cli.task_cmd import task_app
@@ -42,17 +46,14 @@ def _register() -> None:
     app.command("audit")(audit_cmd.audit)
     app.add_typer(seed_cmd.seed_app, name="seed")
     app.command("evolve")(evolve_cmd.evolve)
-    app.command("report")(evolve_cmd.report)
+    app.command("report")(report_cmd.report)
     app.command("review")(review_cmd.review)
-    app.add_typer(review_cmd.rubric_app, name="rubric")
+    app.add_typer(rubric_cmd.rubric_app, name="rubric")
     app.command("difficulty")(difficulty_cmd.difficulty)
     app.command("rollout")(rollout_cmd.rollout)
-    seeds_app = sub_app("Select seed tasks: hard for an agent, sound by the verifiers; or draw a balanced pool.")
-    seeds_app.command("select")(rollout_cmd.select)
-    seeds_app.command("pool")(seed_cmd.pool)
-    app.add_typer(seeds_app, name="seeds")
+    app.add_typer(seeds_cmd.seeds_app, name="seeds")
     app.add_typer(analyze_cmd.analyze_app, name="analyze")
-    app.command("export")(lineage_cmd.export)
+    app.command("export")(export_cmd.export)
     app.add_typer(lineage_cmd.lineage_app, name="lineage")
     app.add_typer(schedule_cmd.schedule_app, name="schedule")
     app.add_typer(task_app, name="task")

@@ -1,4 +1,4 @@
-"""`envevo rollout` (k trials per task, recorded and resumable) and `envevo seeds select` (the paper's seed filter)."""
+"""`envevo rollout`: k trials per task with any agent, recorded in a run and resumable."""
 
 from __future__ import annotations
 
@@ -12,13 +12,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from envevo.cli import _options as o
-from envevo.cli._common import check_red_team, err, fmt, is_run_dir, out, preflight, print_json, progress, user_errors
+from envevo.cli._common import err, fmt, is_run_dir, out, preflight, print_json, progress, renamed, user_errors
 from envevo.errors import UserError
-from envevo.evolve import EvolveConfig
-from envevo.rollout import parse_fraction, rollout_reasons  # noqa: F401 (tests and scripts import them from here)
 
-D = EvolveConfig()
-
+#: One answer of a rollout agent's model: room for a long reasoning turn and its commands (the LLM engine's roles
+#: get 8k of answer plus 16k of reasoning), far below a runaway's.
+DEFAULT_OUTPUT_CAP = 16384
 
 @user_errors
 def rollout(
@@ -32,14 +31,19 @@ def rollout(
     agent_kwarg: Annotated[list[str], typer.Option("--agent-kwarg", metavar="KEY=VALUE", help="Agent option, "
                                                    "repeatable; JSON values are parsed: max_turns=50, temperature=0.7, "
                                                    "record_terminal_session=false.")] = [],  # noqa: B006
+    max_output_tokens: Annotated[int, typer.Option("--max-output-tokens", min=1, help="Output cap on one answer of "
+                                                   "the agent's model, for agents that take one (terminus-2 via "
+                                                   "llm_call_kwargs, goose, mini-swe-agent, mcode); an --agent-kwarg "
+                                                   "that sets it wins.")] = DEFAULT_OUTPUT_CAP,
     k: Annotated[int, typer.Option("-k", min=1, help="Rollouts per task.")] = 8,
-    env: o.Env = D.env,
-    concurrency: o.Concurrency = 2,
-    store_dir: Annotated[Path | None, typer.Option("--store", help="For task dirs: record rollouts in this run store "
-                                                   "(created if missing), so they resume and `seeds select` can read "
-                                                   "them.")] = None,
+    env: o.Env = o.ENV,
+    concurrency: o.Concurrency = o.CONCURRENCY,
+    run_dir: Annotated[Path | None, o.run_option("For task dirs: record their rollouts in this run (created if "
+                                                 "missing), so they resume and `seeds select --run` can read them.")
+                       ] = None,
+    old_store: Annotated[Path | None, o.old_spelling("--store", "--run")] = None,
     json_out: o.Json = False,
-    executor_name: o.ExecutorName = "asyncio",
+    executor_name: o.ExecutorName = o.EXECUTOR,
     ray_address: o.RayAddress = None,
     max_sandboxes: o.MaxSandboxes = None,
     start_rate: o.StartRate = None,
@@ -51,26 +55,30 @@ def rollout(
     provider; LiteLLM's PROVIDER/NAME is read too). --json prints one list of per-task summaries.
     """
     from envevo.llm import litellm_model
-    from envevo.rollout import check_agent, dir_targets, parse_agent_kwargs, run_targets
+    from envevo.rollout import check_agent, dir_targets, is_simulated, parse_agent_kwargs, run_targets
     from envevo.rollout import rollout as run
+    from envevo.runtime import with_output_cap
     from envevo.store import LineageStore
     from envevo.task import expand_task_dirs
 
+    run_dir = renamed(old_store, run_dir, "rollout --store", "--run")
     model = litellm_model(model, base_url=base_url) if model is not None else None
     agent_kwargs = parse_agent_kwargs(agent_kwarg)
     if base_url:
         agent_kwargs["base_url"] = base_url  # Harbor's names for its model-connection settings
     if api_key_env:
         agent_kwargs["model_api_key_name"] = api_key_env
+    if not is_simulated(agent):  # a model that never stops is cut here, as the LLM engine's roles are
+        agent_kwargs = with_output_cap(agent, agent_kwargs, max_output_tokens)
     check_agent(agent, model, agent_kwargs)
     preflight(env)
     from envevo.evolve import scale_out
 
     scale_out(executor_name, ray_address, max_sandboxes, start_rate, trials=True)
     is_run = len(targets) == 1 and is_run_dir(targets[0])
-    if is_run and store_dir is not None:
-        raise UserError("--store is for task dirs; a RUN dir records rollouts in its own store")
-    store_path = targets[0] if is_run else store_dir
+    if is_run and run_dir is not None:
+        raise UserError("--run is for task dirs; a RUN dir given as the target records rollouts in its own store")
+    store_path = targets[0] if is_run else run_dir
     store = LineageStore.open(store_path, create=not is_run) if store_path is not None else None
     try:
         tasks = run_targets(store) if is_run else dir_targets(expand_task_dirs(targets))
@@ -97,52 +105,12 @@ def rollout(
             else "unknown" if s.model and s.n else "-"  # a model agent whose harness counted none: not free
         table.add_row(escape(s.task), "-" if s.generation is None else str(s.generation), s.label, fmt(s.pass_rate),
                       fmt(s.pass_at_k), fmt(s.mean_turns, ".1f"), tokens, fmt(s.cost_usd, ".4f"),
-                      ", ".join(f"{a}:{b}" for a, b in s.errors.items()) or "-")
+                      ", ".join([f"{a}:{b}" for a, b in s.errors.items()]
+                                + ([f"infrastructure_error:{s.infrastructure_errors} (not counted; retried on the "
+                                    f"next run: {'; '.join(s.infrastructure_reasons) or 'no reason given'})"]
+                                   if s.infrastructure_errors else [])) or "-")
     out.print(table)
     if sim:
         err.print("simulated agents: these pass rates and turns are SIMULATION, not a model's")
     err.print(f"trial logs: {trials}")
 
-
-@user_errors
-def select(
-    tasks: Annotated[list[Path], typer.Argument(help="Candidate seed task dirs (or folders of them).")],
-    rollouts_run: Annotated[Path, typer.Option("--rollouts", help="Run store holding their rollouts (`envevo rollout "
-                                               "… --store`).")],
-    max_pass: Annotated[str, typer.Option("--max-pass", help="Keep tasks passed at most this fraction of "
-                                          "rollouts.")] = "4/8",
-    min_turns: Annotated[float, typer.Option("--min-turns", help="Keep tasks with at least this many mean "
-                                             "turns.")] = 30,
-    agent: Annotated[str | None, typer.Option("--agent", help="Whose rollouts count (needed when the store has "
-                                              "several).")] = None,
-    env: o.Env = D.env,
-    concurrency: o.Concurrency = D.trial_concurrency,
-    verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Also require the verifiers that gate a seed in "
-                                         "`evolve` to pass: oracle, invalid-test, red team, mutation.")] = True,
-    red_team: o.RedTeam = D.red_team,
-    mutation: o.Mutation = D.mutation,
-    out_dir: Annotated[Path, o.out_option("Where the selected tasks and selection.json go.")] = Path("seeds"),
-    json_out: o.Json = False,
-) -> None:
-    """Select seeds: hard for the agent (pass ≤ --max-pass, turns ≥ --min-turns) and sound by the verifiers that gate a
-    seed in `evolve` (oracle, invalid-test, red team, mutation)."""
-    from envevo.cli.verify_cmd import check_mutation
-    from envevo.rollout import select_seeds
-
-    check_red_team(red_team)
-    check_mutation(mutation)
-    doc = asyncio.run(select_seeds(tasks, rollouts_run, out_dir, max_pass=max_pass, min_turns=min_turns, agent=agent,
-                                   verify=verify, env=env, concurrency=concurrency, red_team=red_team,
-                                   mutation=mutation, notify=lambda line: err.print(line, highlight=False, markup=False)))
-    if json_out:
-        print_json(doc)
-        return
-    table = Table(title=f"seed selection (pass ≤ {max_pass}, turns ≥ {min_turns:g}"
-                  + (", verified" if verify else "") + ")" + (" — SIMULATED rollouts" if any(t["simulated"] for t in doc["tasks"]) else ""))
-    for c in ("task", "pass", "turns", "selected", "reasons"):
-        table.add_column(c, overflow="fold")
-    for t in doc["tasks"]:
-        table.add_row(escape(t["task"]), f"{t['passes']}/{t['n']}", fmt(t["mean_turns"], ".1f"),
-                      "[green]yes[/]" if t["selected"] else "[red]no[/]", escape("; ".join(t["reasons"]) or "-"))
-    out.print(table)
-    err.print(f"selected {len(doc['selected'])} of {len(doc['tasks'])}: {out_dir / 'selection.json'}")

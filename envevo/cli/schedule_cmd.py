@@ -10,34 +10,45 @@ from rich.markup import escape
 from rich.table import Table
 
 from envevo.cli import _options as o
-from envevo.cli._common import INTERRUPTED_NO_SANDBOX, deprecated_flag, err, out, print_json, progress, sub_app, user_errors
+from envevo.cli._common import (
+    INTERRUPTED_NO_SANDBOX,
+    REMOVED_IN,
+    deprecated_flag,
+    err,
+    out,
+    print_json,
+    progress,
+    renamed,
+    sub_app,
+    user_errors,
+)
 from envevo.schedule import LearnerConfig, SimConfig
 
 schedule_app = sub_app("Curriculum schedulers for RL on evolved lineages (EL and baselines), and a GRPO curriculum simulator.")
 
-POOL_HELP = "'synthetic' for a generated pool, or a RUN directory (the --out of `envevo evolve`)."
+RUN_HELP = ("Train on this run's lineages (`envevo evolve --run RUN`); without it, a synthetic pool "
+            "(--synthetic-lineages, --generations, --pool-seed).")
 SIM = SimConfig()  # the simulator's defaults, for the options that set them
 
 
-def _pool(lineages: str, n_lineages: int, generations: int, pool_seed: int):
+def _pool(run: Path | None, n_lineages: int, generations: int, pool_seed: int):
     """(training lineages, held-out lineages or None, pool description)."""
     from envevo.errors import UserError
     from envevo.schedule import load_lineages, synthetic_lineages
 
-    if lineages == "synthetic":
+    if run is None:
         train = synthetic_lineages(n_lineages, generations, seed=pool_seed)
         held = synthetic_lineages(max(2, n_lineages // 2), generations, seed=pool_seed, prefix="heldout")
         return train, held, {"source": "synthetic", "pool_seed": pool_seed,
                              "heldout": "separate synthetic lineages (same generator, other seeds)"}
-    path = Path(lineages)
-    if not path.is_dir():
-        raise UserError(f"--pool {lineages!r} is neither 'synthetic' nor a run directory")
-    train = load_lineages(path)
+    if not run.is_dir():
+        raise UserError(f"--run {str(run)!r} is not a run directory")
+    train = load_lineages(run)
     if len(train) >= 4:
-        return train, None, {"source": str(path), "heldout": "every 4th lineage of the run, not trained on"}
+        return train, None, {"source": str(run), "heldout": "every 4th lineage of the run, not trained on"}
     gens = max(r.generation for lin in train for r in lin)
     held = synthetic_lineages(8, max(gens, 1), seed=pool_seed, prefix="heldout")
-    return train, held, {"source": str(path), "pool_seed": pool_seed,
+    return train, held, {"source": str(run), "pool_seed": pool_seed,
                          "heldout": f"the run has {len(train)} lineage(s) (< 4): held out are 8 synthetic "
                                     "lineages over the procedural catalog"}
 
@@ -73,11 +84,21 @@ def _paired_table(result: Any) -> Table:
     return t
 
 
+def _old_pool_run(pool: str | None, flag: str) -> Path | None:
+    """The run an old spelling of the pool named (`renamed` says it is deprecated); its 'synthetic' is now the
+    default, no --run, so it is said here."""
+    if pool == "synthetic":
+        deprecated_flag(f"{flag} synthetic", "no --run (the synthetic pool is the default)", REMOVED_IN)
+        return None
+    return None if pool is None else Path(pool)
+
+
 @schedule_app.command("simulate")
 @user_errors(interrupted=INTERRUPTED_NO_SANDBOX)
 def simulate(
-    pool: Annotated[str, typer.Option("--pool", help=POOL_HELP)] = "synthetic",
-    old_lineages: Annotated[str | None, typer.Option("--lineages", hidden=True, help="Deprecated: use --pool.")] = None,
+    run: Annotated[Path | None, o.run_option(RUN_HELP)] = None,
+    old_pool: Annotated[str | None, o.old_spelling("--pool", "--run")] = None,
+    old_lineages: Annotated[str | None, o.old_spelling("--lineages", "--run")] = None,
     schedulers: Annotated[str, typer.Option("--schedulers", help="Comma-separated scheduler specs; extensions with "
                                             "'+', e.g. el+patience,el+frontier,el+beta.")] = "el,random,plr,sfl,dapo,pools,coevo",
     steps: Annotated[int, typer.Option("--steps", min=1, help="GRPO steps per run.")] = SIM.steps,
@@ -104,15 +125,14 @@ def simulate(
     from envevo.schedule import parse_spec
     from envevo.schedule import simulate as run_simulation
 
-    if old_lineages is not None:
-        deprecated_flag("schedule simulate --lineages (the pool)", "--pool; --lineages means lineages at once")
-        pool = old_lineages
+    old = "schedule simulate --lineages (the pool)" if old_lineages is not None else "schedule simulate --pool"
+    run = renamed(_old_pool_run(old_lineages or old_pool, old), run, old, "--run")
     specs = [s.strip() for s in schedulers.split(",") if s.strip()]
     config = SimConfig(steps=steps, seeds=seeds, seed=seed, batch_envs=batch_envs, group_size=group_size, tau=tau,
                        lag=lag, early_steps=min(SIM.early_steps, steps), learner=LearnerConfig(lr_skill=lr, lr_scenario=lr / 2))
     for s in specs:
         parse_spec(s)
-    train, held, info = _pool(pool, n_lineages, generations, pool_seed)
+    train, held, info = _pool(run, n_lineages, generations, pool_seed)
     with progress("simulating (simulation)", total=len(specs) * seeds) as advance:
         result = run_simulation(train, specs, config, heldout=held, pool=info,
                                 on_run=lambda r: advance(f"{r.scheduler} seed {r.seed}"))

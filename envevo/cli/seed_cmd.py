@@ -1,6 +1,5 @@
-"""`envevo seed`: create seed tasks. `procedural` draws a typical chain from the catalog prior p_T.
-
-`pool` (registered as `envevo seeds pool`, beside `seeds select`) draws a pool balanced across categories."""
+"""`envevo seed`: create seed tasks. `procedural` draws a typical chain from the catalog prior p_T. (Choosing
+among existing tasks is `envevo seeds`, in seeds_cmd.)"""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ from typing import Annotated
 import typer
 
 from envevo.cli import _options as o
-from envevo.cli._common import INTERRUPTED_NO_SANDBOX, err, out, print_json, sub_app, user_errors
+from envevo.cli._common import INTERRUPTED_NO_SANDBOX, out, print_json, sub_app, user_errors
 
 seed_app = sub_app("Create seed tasks to evolve.")
 
@@ -60,36 +59,3 @@ def categories(json_out: o.Json = False) -> None:
         for c in cats:
             out.print(c)
 
-
-@user_errors(interrupted=INTERRUPTED_NO_SANDBOX)
-def pool(
-    tasks: Annotated[list[Path], typer.Argument(help="Candidate task dirs (or folders of them).")],
-    per_category: Annotated[int, typer.Option("--per-category", help="Tasks drawn from each category.")],
-    categories: Annotated[str | None, typer.Option("--categories", help="Comma-separated categories to draw from "
-                                                   "(default: every category the tasks have).")] = None,
-    out_dir: Annotated[Path, o.out_option("Where the pool's tasks/ and pool.json go.")] = Path("pool"),
-    seed: o.Seed = 0,
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing pool at --out.")] = False,
-    json_out: o.Json = False,
-) -> None:
-    """Draw a seed pool balanced across categories (task.toml [metadata] category): N tasks from each."""
-    from rich.table import Table
-
-    from envevo.rollout import POOL_FILE, seed_pool
-
-    wanted = [c.strip() for c in categories.split(",") if c.strip()] if categories else None
-    doc = seed_pool(tasks, out_dir, per_category, categories=wanted, seed=seed, overwrite=force)
-    if json_out:
-        print_json(doc)
-        return
-    table = Table(title=f"seed pool: {per_category} per category, {doc['size']} tasks")
-    for c in ("category", "available", "drawn"):
-        table.add_column(c, justify="left" if c == "category" else "right")
-    for c, row in doc["composition"].items():
-        table.add_row(c, str(row["available"]), str(row["drawn"]))
-    out.print(table)
-    if doc["left_out"]:
-        err.print("left out: " + ", ".join(f"{c} ({n})" for c, n in doc["left_out"].items()), markup=False)
-    if doc["duplicates"]:
-        err.print(f"{len(doc['duplicates'])} duplicate task(s) counted once", markup=False)
-    err.print(f"wrote {out_dir / POOL_FILE}", markup=False, highlight=False)

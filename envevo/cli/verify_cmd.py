@@ -15,9 +15,6 @@ from rich.table import Table
 from envevo.cli import _options as o
 from envevo.cli._common import STATUS, check_red_team, err, out, preflight, print_json, progress, user_errors, verifier_mark
 from envevo.errors import UserError
-from envevo.evolve import EvolveConfig
-
-D = EvolveConfig()
 
 
 def check_mutation(text: str) -> None:
@@ -39,18 +36,18 @@ def mutation_mark(report) -> str:
 @user_errors
 def verify(
     tasks: Annotated[list[Path], typer.Argument(help="Task dirs (Harbor or Terminal-Bench 1), or folders of tasks.")],
-    env: o.Env = D.env,
-    repeats: o.Repeats = D.repeats,
-    concurrency: o.Concurrency = D.trial_concurrency,
+    env: o.Env = o.ENV,
+    repeats: o.Repeats = o.REPEATS,
+    concurrency: o.Concurrency = o.CONCURRENCY,
     image_map: o.ImageMapOpt = [],  # noqa: B006 (typer copies list defaults)
-    config: o.ImagesConfig = None,
+    config: o.ConfigFile = None,
     jobs_dir: Annotated[Path | None, typer.Option("--jobs-dir", help="Where trial logs go (default: "
                                                   "./jobs/verify-<time>).")] = None,
-    red_team: o.RedTeam = D.red_team,
-    mutation: o.Mutation = D.mutation,
+    red_team: o.RedTeam = o.RED_TEAM,
+    mutation: o.Mutation = o.MUTATION,
     learn_rubric: o.LearnRubric = None,
     json_out: o.Json = False,
-    executor_name: o.ExecutorName = "asyncio",
+    executor_name: o.ExecutorName = o.EXECUTOR,
     ray_address: o.RayAddress = None,
     max_sandboxes: o.MaxSandboxes = None,
     start_rate: o.StartRate = None,

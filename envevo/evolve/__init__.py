@@ -18,8 +18,9 @@ from envevo.evolve._engine import (
 )
 from envevo.evolve._engines_factory import ENGINES, engine_capabilities, engine_class, engine_names, make_engine, uses_llm
 from envevo.evolve._estimators import StoreRuns, corpus_prior, recorded_estimator_names, recorded_run_estimators, run_estimator
+from envevo.evolve._events import Event, Stage
 from envevo.evolve._executor import EXECUTORS, AsyncioExecutor, Executor, make_executor, scale_out
-from envevo.evolve._loop import Event, LineageRunner, direction_order, evolve, run_verifiers, start_lineages
+from envevo.evolve._loop import LineageRunner, direction_order, evolve, run_verifiers, start_lineages
 from envevo.evolve._run_settings import RESUME_MAY_CHANGE, open_run, settle_run_config
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "ModelEngine",
     "Proposal",
     "Review",
+    "Stage",
     "StoreRuns",
     "TargetableEngine",
     "corpus_prior",

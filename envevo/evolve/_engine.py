@@ -98,7 +98,8 @@ class Review(BaseModel):
 @runtime_checkable
 class Engine(Protocol):
     name: str
-    capabilities: ClassVar[frozenset[Capability]]
+    # Empty by default: an engine class that subclasses Engine offers nothing beyond the loop until it says so.
+    capabilities: ClassVar[frozenset[Capability]] = frozenset()
 
     def reference(self) -> ReferenceDistribution:
         """p_T used for D_T of every version this engine produces."""

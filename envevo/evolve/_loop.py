@@ -21,25 +21,23 @@ from typing import TYPE_CHECKING
 
 from envevo.errors import UserError
 from envevo.evolve._config import EvolveConfig
-from envevo.evolve._engine import CandidateFailed, Engine, EngineStop, GenerationContext, Proposal, Review
-from envevo.evolve._remote import Recorder, StoreRecorder
+from envevo.evolve._engine import CandidateFailed, Engine, EngineStop, GenerationContext, Proposal, Review, uses_models
+from envevo.evolve._events import Event, Stage
+from envevo.evolve._recorder import Recorder, StoreRecorder
 from envevo.store import Lineage, LineageStore, Version, VersionCommit
 from envevo.task import Task, save
-from envevo.trace import Direction, Drift, Trace, check_direction, check_effort, difficulty
-from envevo.verify import DriftBound, TaskVerifier, TrialVerifier, default_verifiers, verify_candidate
+from envevo.trace import Direction, Drift, Trace, check_direction, check_effort, difficulty, measure_drift
+from envevo.verify import (
+    DriftBound,
+    MutationVerifier,
+    TaskVerifier,
+    TrialVerifier,
+    default_verifiers,
+    verify_candidate,
+)
 
 if TYPE_CHECKING:
     from envevo.evolve._executor import Executor
-
-
-@dataclass(frozen=True)
-class Event:
-    """Progress of a lineage, for progress bars and logs."""
-
-    lineage: str
-    generation: int
-    stage: str  # generation | direction | plan | candidate | trial | accepted | terminated | done | kept
-    detail: str = ""
 
 
 def direction_order(seed: int, lineage: str, generation: int, allowed: list[Direction] | None = None) -> list[Direction]:
@@ -53,10 +51,17 @@ def direction_order(seed: int, lineage: str, generation: int, allowed: list[Dire
 
 def run_verifiers(engine: Engine, config: EvolveConfig, learn_rubric: Path | None = None) -> list[TrialVerifier]:
     """The run's container verifiers. The red team's agent exploit (the LLM hacker) uses the engine's model runtime
-    when it has one, so its calls are metered, recorded and budgeted with the run's; `learn_rubric` (an explicit
+    when it has one, so its calls are metered, recorded and budgeted with the run's, and so does the mutation
+    verifier's writer of near misses; `learn_rubric` (an explicit
     option) is where a hack it proves is learned as a rubric criterion."""
+    runtime = engine.runtime if uses_models(engine) else None  # the engine contract, not an attribute lookup
+    writer = None
+    if runtime is not None:  # a configured model also writes near misses of its own for the mutation verifier
+        from envevo.llm import ModelMutantWriter
+
+        writer = ModelMutantWriter(runtime)
     return default_verifiers(config.repeats, red_team=config.red_team, mutation=config.mutation,
-                             model=getattr(engine, "runtime", None), learn_rubric=learn_rubric)
+                             model=runtime, learn_rubric=learn_rubric, mutant_writer=writer)
 
 
 class GenerationWork:
@@ -85,10 +90,10 @@ class GenerationWork:
         # The ξ committed with the parent: a fresh extraction (a new process, an LLM) could differ from what the
         # store holds, and costs tokens.
         trace = parent.trace if parent.trace is not None else await self.engine.extract_trace(task)
-        self.on_event(Event(lineage, g, "generation", f"L={trace.L}"))
+        self.on_event(Event(lineage, g, Stage.GENERATION, f"L={trace.L}"))
         why_not: list[str] = []
         for direction in direction_order(self.cfg.seed, lineage, g, self.cfg.directions):
-            self.on_event(Event(lineage, g, "direction", direction.value))
+            self.on_event(Event(lineage, g, Stage.DIRECTION, direction.value))
             rng = random.Random(f"{self.cfg.seed}|{lineage}|{g}|{direction.value}")
             workdir = rec.work_root / lineage / f"g{g:02d}-{direction.value}"
             workdir.mkdir(parents=True, exist_ok=True)
@@ -111,7 +116,7 @@ class GenerationWork:
             if proposal is None:
                 await rec.add_plan(lineage, g, direction.value, attempt, None, None,
                                    accepted=False, feedback="no edit possible in this direction")
-                self.on_event(Event(lineage, g, "plan", f"{direction.value}: no edit possible"))
+                self.on_event(Event(lineage, g, Stage.PLAN, f"{direction.value}: no edit possible"))
                 return None
             # The loop enforces direction semantics and effort itself, whatever the engine claims.
             problems = check_direction(trace, proposal.after, direction) + check_effort(trace, proposal.after, self.cfg.effort)
@@ -122,7 +127,7 @@ class GenerationWork:
             else:
                 review = await self.engine.review(task, proposal, ctx)
             plan_id = await rec.add_plan(lineage, g, direction.value, attempt, proposal, review)
-            self.on_event(Event(lineage, g, "plan", f"{direction.value} #{attempt}: {'accepted' if review.accepted else 'rejected'}"))
+            self.on_event(Event(lineage, g, Stage.PLAN, f"{direction.value} #{attempt}: {'accepted' if review.accepted else 'rejected'}"))
             if review.accepted:
                 return proposal, plan_id
             feedback.append(review.feedback or "rejected")
@@ -136,12 +141,14 @@ class GenerationWork:
         if self.cfg.max_drift is not None:  # the drift bound needs the lineage's seed: one check per lineage
             bound = DriftBound(rec.seed_task(lineage), self.cfg.max_drift, parent=task)
             checks.append(bound)
+        mutation = [v for v in self.verifiers if isinstance(v, MutationVerifier)]
+        kills = await rec.mutant_kills(parent) if mutation else frozenset()
         for attempt in range(1, self.cfg.env_budget + 1):
-            self.on_event(Event(lineage, g, "candidate", f"{direction} #{attempt}: modifying"))
+            self.on_event(Event(lineage, g, Stage.CANDIDATE, f"{direction} #{attempt}: modifying"))
             try:
                 candidate = await self.engine.modify(task, proposal, list(feedback), ctx)
             except CandidateFailed as e:  # nothing to verify; the reason goes back to the Modifier
-                self.on_event(Event(lineage, g, "candidate", f"{direction} #{attempt}: {e}"))
+                self.on_event(Event(lineage, g, Stage.CANDIDATE, f"{direction} #{attempt}: {e}"))
                 # Stored like every other candidate, with no task: the run's history shows the attempt.
                 await rec.add_candidate(lineage, g, direction, attempt, None, plan_id=plan_id,
                                         accepted=False, reasons=[f"modifier: {e}"])
@@ -151,13 +158,15 @@ class GenerationWork:
             # Verify a working copy: the stored version dir is immutable and Harbor must not touch it.
             task_dir = save(candidate, ctx.workdir / f"candidate-{attempt}", overwrite=True)
             trials_dir = ctx.workdir / f"trials-{attempt}"
-            self.on_event(Event(lineage, g, "candidate", f"{direction} #{attempt}: verifying"))
+            for v in mutation:  # the parent's kills on byte-identical inputs are not run again
+                v.inherit(task_dir, kills)
+            self.on_event(Event(lineage, g, Stage.CANDIDATE, f"{direction} #{attempt}: verifying"))
             t0 = time.monotonic()
             verdict = await verify_candidate(
                 candidate, task_dir, trials_dir, env=self.cfg.env, verifiers=self.verifiers, checks=checks,
                 gate=self.gate,
                 on_trial_done=lambda o: self.on_event(
-                    Event(lineage, g, "trial", f"{o.agent} → {o.reward if o.reward is not None else o.error_kind.value}")),
+                    Event(lineage, g, Stage.TRIAL, f"{o.agent} → {o.reward if o.reward is not None else o.error_kind.value}")),
             )
             wall = time.monotonic() - t0
             for report in verdict.reports.values():
@@ -173,17 +182,17 @@ class GenerationWork:
                     difficulty=difficulty(new_trace, self.engine.reference()), verified=True,
                     parent_hash=parent.task_hash, drift=drift,
                 ), candidate_id=candidate_id)
-                self.on_event(Event(lineage, g, "accepted", f"{direction}: L={new_trace.L}"))
+                self.on_event(Event(lineage, g, Stage.ACCEPTED, f"{direction}: L={new_trace.L}"))
                 return True
             feedback.extend(verdict.reasons)
         return False
 
     async def _drift[I](self, rec: Recorder[I], lineage: str, g: int, candidate: Task, parent_hash: str) -> Drift | None:
-        """The candidate's drift, to commit with it; None (computed on first read) when the encoder is missing."""
+        """The candidate's drift, to commit with it; None when the encoder is missing (`envevo analyze drift` later)."""
         try:
             return await rec.measure_drift(lineage, candidate, parent_hash)
         except UserError as e:
-            self.on_event(Event(lineage, g, "drift", f"not measured: {e}"))
+            self.on_event(Event(lineage, g, Stage.DRIFT, f"not measured: {e}"))
             return None
 
 
@@ -214,18 +223,18 @@ class LineageRunner:
             g = parent.generation + 1
             if g > self.cfg.generations:
                 await asyncio.to_thread(self.store.finish_lineage, lineage, "done", f"reached generation {parent.generation}")
-                self.on_event(Event(lineage, parent.generation, "done"))
+                self.on_event(Event(lineage, parent.generation, Stage.DONE))
                 return "done"
             try:
                 reason = await (self.executor.generation(self, lineage, g, parent) if self.executor is not None
                                 else self.generation(lineage, g, parent))
             except EngineStop as stop:  # e.g. the lineage's LLM budget is spent: end it, resumable
                 await asyncio.to_thread(self.store.finish_lineage, lineage, stop.status, str(stop))
-                self.on_event(Event(lineage, g, "terminated", str(stop)))
+                self.on_event(Event(lineage, g, Stage.TERMINATED, str(stop)))
                 return stop.status
             if reason is not None:
                 await asyncio.to_thread(self.store.finish_lineage, lineage, "terminated", reason)
-                self.on_event(Event(lineage, g, "terminated", reason))
+                self.on_event(Event(lineage, g, Stage.TERMINATED, reason))
                 return "terminated"
 
     async def generation(self, lineage: str, g: int, parent: Version) -> str | None:
@@ -275,7 +284,7 @@ class SeedStart:
         lid = await asyncio.to_thread(self.store.create_lineage, name, task, trace=trace,
                                       difficulty=difficulty(trace, self.engine.reference()), verified=sound)
         try:  # the seed's own figures (similarity 1, no parent), with the encoder that will measure the rest
-            await asyncio.to_thread(lambda: self.store.set_drift(lid, 0, self.store.measure_drift(lid, task, None)))
+            await asyncio.to_thread(lambda: self.store.set_drift(lid, 0, measure_drift(task, task, None)))
         except UserError:
             pass
         if not sound:
@@ -286,13 +295,13 @@ class SeedStart:
 
     async def _end(self, name: str, lid: str, reason: str) -> None:
         await asyncio.to_thread(self.store.finish_lineage, lid, "terminated", reason)
-        self.on_event(Event(name, 0, "terminated", reason))
+        self.on_event(Event(name, 0, Stage.TERMINATED, reason))
 
     async def _gate(self, name: str, task: Task) -> tuple[bool, str]:
         """Verify the seed like every later generation; the rubric judges it (recorded, shown) but does not gate it."""
         workdir = self.store.run_dir / "work" / "seeds" / name
         task_dir = save(task, workdir / "task", overwrite=True)
-        self.on_event(Event(name, 0, "candidate", "verifying the seed"))
+        self.on_event(Event(name, 0, Stage.CANDIDATE, "verifying the seed"))
         verdict = await verify_candidate(task, task_dir, workdir / "trials", env=self.config.env, verifiers=self.verifiers,
                                          checks=self.checks, gate=self.gate)
         await asyncio.to_thread((workdir / "verdict.json").write_text, verdict.model_dump_json(indent=1))
@@ -300,7 +309,7 @@ class SeedStart:
         judged = verdict.reports.get("rubric")
         if judged is not None:
             said = "; ".join(judged.reasons) if not judged.passed else "; ".join(judged.notes[-1:])
-            self.on_event(Event(name, 0, "judged", f"the seed's rubric verdict, which does not gate it: "
+            self.on_event(Event(name, 0, Stage.JUDGED, f"the seed's rubric verdict, which does not gate it: "
                                                    f"{'pass' if judged.passed else 'fail'}{': ' + said if said else ''}"))
         if all(r.passed for r in gating.values()):
             return True, ""
@@ -361,7 +370,7 @@ async def start_lineages(
         if lin.status == "running":
             todo.append(lid)
         elif not opened:  # ended in an earlier process, and left so
-            on_event(Event(lid, lin.latest_generation, "kept", kept_line(lin)))
+            on_event(Event(lid, lin.latest_generation, Stage.KEPT, kept_line(lin)))
 
     await asyncio.gather(*(start(name, task) for name, task in seeds))
     order = {name: i for i, (name, _) in enumerate(seeds)}

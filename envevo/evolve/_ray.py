@@ -24,13 +24,16 @@ from ray.util.queue import Queue
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from envevo.errors import EngineStop
+from envevo.evolve._engine import Engine, uses_models
+from envevo.evolve._events import Event, Stage
 from envevo.evolve._executor import AsyncioExecutor
-from envevo.evolve._loop import Event, GenerationWork
-from envevo.evolve._remote import AddUsage, BufferRecorder, Record, replay
+from envevo.evolve._loop import GenerationWork
+from envevo.evolve._recorder import AddUsage, BufferRecorder, Record, StoreRecorder, replay
 from envevo.task import Task, load_task, save
 
 if TYPE_CHECKING:
     from envevo.evolve._loop import LineageRunner
+    from envevo.llm import Meter, UsageRecord
     from envevo.store import Version
 
 CACHE_ENV = "ENVEVO_RAY_CACHE"  # where a node keeps the task files it received; default under the temp dir
@@ -105,18 +108,18 @@ def _local_engine(env: str) -> str | None:
         return None
 
 
-def _meter(engine: Any) -> Any:
-    """An LLM engine's meter (its spending per lineage), or None."""
-    return getattr(getattr(engine, "runtime", None), "meter", None)
+def _meter(engine: Engine) -> Meter | None:
+    """An LLM engine's meter (its spending per lineage), or None: the engine contract says whether it has one."""
+    return engine.runtime.meter if uses_models(engine) else None
 
 
-def _attach_usage(engine: Any, rec: BufferRecorder) -> None:
+def _attach_usage(engine: Engine, rec: BufferRecorder) -> None:
     """An LLM engine's meter writes usage rows to its store; here they become records too."""
     meter = _meter(engine)
     if meter is None:
         return
 
-    def note(u: Any) -> None:
+    def note(u: UsageRecord) -> None:
         rec.add_usage(u.role, input_tokens=u.input_tokens, output_tokens=u.output_tokens, model=u.model,
                       cost_usd=u.cost_usd, lineage_id=u.lineage, generation=u.generation)
 
@@ -124,8 +127,9 @@ def _attach_usage(engine: Any, rec: BufferRecorder) -> None:
 
 
 def run_unit(work: GenerationWork, lineage: str, g: int, parent: Version, tasks: dict[str, Any], seed_hash: str,
-             events: Any, quota: Any) -> UnitResult:
-    """One generation on this worker (the body of the Ray task)."""
+             events: Any, quota: Any, kills: frozenset[str] = frozenset()) -> UnitResult:
+    """One generation on this worker (the body of the Ray task). `kills`: the parent's killed mutant keys, read from
+    the driver's store."""
     from envevo.runtime import owner_id, remove_containers, set_limiter, sweep_orphans
 
     if quota is not None:
@@ -136,7 +140,7 @@ def run_unit(work: GenerationWork, lineage: str, g: int, parent: Version, tasks:
     if engine:  # a worker killed on this node (a lost node that came back) left its sandboxes: remove them
         sweep_orphans(engine)
     root = node_cache() / "work" / f"{lineage}-g{g:02d}-{uuid.uuid4().hex[:8]}"
-    rec = BufferRecorder({h: cached_task(h, ref) for h, ref in tasks.items()}, seed_hash, root)
+    rec = BufferRecorder({h: cached_task(h, ref) for h, ref in tasks.items()}, seed_hash, root, kills=kills)
     _attach_usage(work.engine, rec)
 
     def on_event(event: Event) -> None:
@@ -147,7 +151,7 @@ def run_unit(work: GenerationWork, lineage: str, g: int, parent: Version, tasks:
 
     work.on_event = on_event
     work.gate = asyncio.Semaphore(work.cfg.trial_concurrency)
-    work.on_event(Event(lineage, g, "worker", worker))
+    work.on_event(Event(lineage, g, Stage.WORKER, worker))
     try:
         reason = asyncio.run(work.run(lineage, g, parent, rec))
         return UnitResult(rec.records, reason, worker=worker)
@@ -291,7 +295,8 @@ class RayExecutor(AsyncioExecutor):
         seed_hash = runner.store.lineage(lineage).seed_hash
         tasks = {h: self._task_ref(runner, h) for h in {parent.task_hash, seed_hash}}
         remote = ray.remote(max_retries=self.max_retries, num_cpus=1)(run_unit)
-        ref = remote.remote(self._work, lineage, g, parent, tasks, seed_hash, self._events, self.quota)
+        kills = await StoreRecorder(runner.store).mutant_kills(parent)
+        ref = remote.remote(self._work, lineage, g, parent, tasks, seed_hash, self._events, self.quota, kills)
         try:
             result: UnitResult = await ref
         except asyncio.CancelledError:  # Ctrl-C on the driver: the worker stops and removes its sandboxes

@@ -27,10 +27,10 @@ from envevo.llm._human import (
     resolve_version,
     reviews,
 )
-from envevo.llm._loops import PerLoop
 from envevo.llm._meter import Meter, Scope, UsageRecord
 from envevo.llm._model_grammar import litellm_model, normalize_model
 from envevo.llm._overrides import parse_role_models, settings_with_options
+from envevo.llm._per_loop import PerLoop
 from envevo.llm._preflight import preflight
 from envevo.llm._prompts import PROMPT_NAMES, Prompt, load_prompt, prompt_versions
 from envevo.llm._reasons import cut_replies, role_failure
@@ -47,7 +47,7 @@ from envevo.llm._rubric import (
     score,
 )
 from envevo.llm._runtime import LLMRuntime
-from envevo.llm._store import attach_store
+from envevo.llm._usage_sink import attach_store
 
 __all__ = [
     "LLMHacker",
@@ -72,6 +72,7 @@ __all__ = [
     "LLMRuntime",
     "LLMSettings",
     "Meter",
+    "ModelMutantWriter",
     "PerLoop",
     "ModelSpec",
     "Price",
@@ -118,4 +119,8 @@ def __getattr__(name: str):
         from envevo.llm._hacker import LLMHacker
 
         return LLMHacker
+    if name == "ModelMutantWriter":  # likewise: its answers are the mutation verifier's (envevo.verify)
+        from envevo.llm._mutant_writer import ModelMutantWriter
+
+        return ModelMutantWriter
     raise AttributeError(f"module 'envevo.llm' has no attribute {name!r}")

@@ -242,7 +242,7 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> LLMSettings:
     file = Path(path) if path is not None else Path(CONFIG_FILE)
     if not file.is_file():
         if explicit:
-            raise LLMConfigError(f"config file {file} does not exist; create it or drop --llm-config")
+            raise LLMConfigError(f"config file {file} does not exist; create it or drop --config")
         return LLMSettings()
     try:
         data = tomllib.loads(file.read_text(encoding="utf-8"))

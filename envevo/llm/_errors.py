@@ -50,6 +50,7 @@ class RoleFailed(Exception):
 
     def __init__(self, role: str, message: str):
         self.role = role
+        self.reason = message  # without the role: for callers whose own sentence already names it
         super().__init__(f"{role}: {message}")
 
 

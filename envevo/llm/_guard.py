@@ -9,7 +9,9 @@
 - Streaming (`stream`, on for provider models): the answer arrives in chunks, so the read timeout bounds the
   silence between chunks, not the length of a long reasoning answer.
 - A wall-clock cap per answer (`answer_timeout_sec`): a model that never stops streams for at most that long. It
-  ends the request with a reason naming the setting, and is not retried: the same prompt would run away again.
+  ends the request with a reason naming the setting, and is not retried: the same prompt would run away again. The
+  abandoned answer is metered all the same (its tokens were spent): the server's usage if a chunk carried it, else an
+  estimate from the prompt and what arrived, flagged `estimated`.
 - Recording (`recorder`): every exchange is handed to it once answered (`envevo evolve --record DIR`).
 - Budget check before, and usage metering after, every request.
 
@@ -19,10 +21,12 @@ Errors that retrying cannot fix (a bad key, an unknown model, a rejected request
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Protocol
 
 from pydantic_ai.exceptions import (
@@ -35,14 +39,15 @@ from pydantic_ai.exceptions import (
     UnexpectedModelBehavior,
 )
 from pydantic_ai.messages import ModelMessage, ModelResponse
-from pydantic_ai.models import Model, ModelRequestParameters
+from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
+from pydantic_ai.usage import RequestUsage
 
 from envevo.llm._config import ModelSpec, Price
 from envevo.llm._errors import EndpointDown, EndpointUnavailable
-from envevo.llm._loops import PerLoop
-from envevo.llm._meter import Meter
+from envevo.llm._meter import Meter, estimate_tokens
+from envevo.llm._per_loop import PerLoop
 from envevo.llm._retry import RETRY_STATUS, RetryPolicy
 
 
@@ -166,22 +171,39 @@ class GuardedModel(WrapperModel):
                       params: ModelRequestParameters) -> ModelResponse:
         """One attempt under the answer's wall-clock cap (the HTTP timeout only bounds silence between chunks)."""
         cap = asyncio.timeout(self.answer_timeout_sec)
+        streams: list[StreamedResponse] = []  # the stream in flight, so what arrived can be metered if the cap ends it
         try:
             async with cap:
-                return await self._send(live, messages, settings, params)
+                return await self._send(live, messages, settings, params, streams)
         except TimeoutError as e:
             if not cap.expired():
                 raise
+            self._meter_abandoned(messages, streams[0].get() if streams else None)
             raise AnswerTimedOut(f"{self.spec.label} did not finish one answer within {self.answer_timeout_sec:g}s: "
                                  "raise answer_timeout_sec under [llm] for a slow or long-reasoning model, or lower "
                                  "the role's max_output_tokens") from e
 
+    def _meter_abandoned(self, messages: list[ModelMessage], got: ModelResponse | None) -> None:
+        """An answer cut at the wall-clock cap spent tokens all the same: they count against the budget. Servers
+        send usage in the last chunk, so it is usually estimated from the prompt and the parts that arrived."""
+        if got is not None and got.usage.input_tokens:  # the server reported it (some send usage with every chunk)
+            usage, estimated = got.usage, False
+        else:
+            usage = RequestUsage(input_tokens=estimate_tokens(_prompt_text(messages)),
+                                 output_tokens=estimate_tokens(_parts_text(got.parts)) if got is not None else 0)
+            estimated = True
+        priced = replace(got, usage=usage) if got is not None else ModelResponse(
+            parts=[], usage=usage, model_name=self.spec.name, provider_name=self.spec.provider)
+        self.meter.record(self.spec.label, usage.input_tokens, usage.output_tokens, response_cost(priced, self.price),
+                          estimated=estimated)
+
     async def _send(self, live: Model, messages: list[ModelMessage], settings: ModelSettings | None,
-                    params: ModelRequestParameters) -> ModelResponse:
+                    params: ModelRequestParameters, streams: list[StreamedResponse]) -> ModelResponse:
         if not self.stream:
             return await live.request(messages, settings, params)
         try:
             async with live.request_stream(messages, settings, params) as streamed:
+                streams.append(streamed)
                 async for _ in streamed:
                     pass
         except UnexpectedModelBehavior as e:
@@ -201,6 +223,24 @@ class GuardedModel(WrapperModel):
         if isinstance(exc, ModelQuotaExceededError):
             return EndpointUnavailable(f"{where}: the account's quota or credits are exhausted")
         return None
+
+
+def _prompt_text(messages: list[ModelMessage]) -> str:
+    """What a request sent: instructions and every part's content or tool arguments (an estimate's input)."""
+    bits: list[str] = []
+    for m in messages:
+        bits.append(getattr(m, "instructions", None) or "")
+        bits.append(_parts_text(m.parts))
+    return "".join(bits)
+
+
+def _parts_text(parts) -> str:
+    bits: list[str] = []
+    for p in parts:
+        for value in (getattr(p, "content", None), getattr(p, "args", None)):
+            if value is not None:
+                bits.append(value if isinstance(value, str) else json.dumps(value, default=str))
+    return "".join(bits)
 
 
 def _describe(exc: ModelAPIError) -> str:

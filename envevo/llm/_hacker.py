@@ -9,7 +9,9 @@ option: `--learn-rubric FILE`) it is appended there as a required criterion, as 
 verification never edits a rubric file otherwise.
 
 It uses the run's model when given one (`runtime`: the run's LLMRuntime, so its calls are metered, recorded and
-budgeted with every other role's), else the judge's model from ./envevo.toml; without any model it is skipped.
+budgeted with every other role's: a candidate's attack is billed to the lineage generation that made it, found by
+`LLMRuntime.owner`, and is not started once that lineage's budget is spent), else the judge's model from
+./envevo.toml; without any model it is skipped. A seed's attack runs before its lineage exists: outside lineages.
 The commands it ran are kept (`AgentAttack.commands`) and listed in the verdict. Registered in
 `envevo.verify.exploits` as a string.
 """
@@ -97,12 +99,18 @@ class LLMHacker:
             return AgentAttack(exploit=NAME, skipped=runtime)
         tag = uuid.uuid4().hex[:6]
         commands: list[str] = []
+        owner = runtime.owner(task.content_hash())
+        over = runtime.meter.over_budget(owner[0])
+        if over is not None:  # no sandbox for an attack that may not ask its model anything
+            return AgentAttack(exploit=NAME, error=f"the hacker did not run: {over}")
         try:
             async with gate:
                 hack = await self._explore(runtime, task, task_dir, env,
-                                           trials_dir / f"{task_dir.name[:32]}__llm-session__{tag}", commands)
-        except (RoleFailed, BudgetExceeded) as e:
-            return AgentAttack(exploit=NAME, error=f"the hacker gave no usable answer: {e}", commands=commands)
+                                           trials_dir / f"{task_dir.name[:32]}__llm-session__{tag}", commands, owner)
+        except RoleFailed as e:  # its role is the judge's, whose model it uses: not named again
+            return AgentAttack(exploit=NAME, error=f"the hacker gave no usable answer: {e.reason}", commands=commands)
+        except BudgetExceeded as e:
+            return AgentAttack(exploit=NAME, error=f"the hacker stopped: {e}", commands=commands)
         except SessionError as e:
             return AgentAttack(exploit=NAME, error=f"the hacker's sandbox did not start: {e}", commands=commands)
         if not hack.found or not hack.script.strip():
@@ -120,7 +128,7 @@ class LLMHacker:
         return attack
 
     async def _explore(self, runtime: LLMRuntime, task: Task, task_dir: Path, env: str, logs_dir: Path,
-                       commands: list[str]) -> Hack:
+                       commands: list[str], owner: tuple[str | None, int | None] = (None, None)) -> Hack:
         async with open_session(task_dir, env, logs_dir=logs_dir) as session:
             agent = runtime.agent("judge", Hack, INSTRUCTIONS.replace("{budget}", str(self.budget)))
             used = 0
@@ -138,7 +146,8 @@ class LLMHacker:
                 return f"{head} ({self.budget - used} commands left)\n{r.output[-_OUTPUT_CHARS:]}"
 
             prompt = f"Task {task.name}. Its instruction:\n\n{task.instruction}"
-            return await runtime.run(agent, prompt, role="judge", meter_as="hacker", request_limit=self.budget + 4)
+            return await runtime.run(agent, prompt, role="judge", meter_as="hacker", request_limit=self.budget + 4,
+                                     lineage=owner[0], generation=owner[1])
 
     def _criterion(self, hack: Hack) -> str:
         """The criterion the hack proposes: '<name> in <file>' once learned (`learn_rubric`), else '<name>

@@ -39,6 +39,7 @@ class UsageRecord(BaseModel):
     cost_usd: float | None = None
     lineage: str | None = None
     generation: int | None = None
+    estimated: bool = False  # counted from what arrived (an answer abandoned mid-stream), not reported by the server
 
 
 @dataclass
@@ -103,10 +104,11 @@ class Meter:
         if why is not None:
             raise BudgetExceeded(scope.lineage, why)
 
-    def record(self, model: str, input_tokens: int, output_tokens: int, cost_usd: float | None) -> UsageRecord:
+    def record(self, model: str, input_tokens: int, output_tokens: int, cost_usd: float | None,
+               estimated: bool = False) -> UsageRecord:
         scope = self.current()
         rec = UsageRecord(role=scope.role, model=model, input_tokens=input_tokens, output_tokens=output_tokens,
-                          cost_usd=cost_usd, lineage=scope.lineage, generation=scope.generation)
+                          cost_usd=cost_usd, lineage=scope.lineage, generation=scope.generation, estimated=estimated)
         self.records.append(rec)
         s = self._spent.setdefault(scope.lineage, Spent())
         s.tokens += input_tokens + output_tokens
@@ -125,6 +127,11 @@ class Meter:
             t["output_tokens"] += r.output_tokens
             t["cost_usd"] += r.cost_usd or 0.0
         return out
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens of `text` when no server counted them: about 4 characters a token for English and code."""
+    return (len(text) + 3) // 4
 
 
 def has_list_price(spec: ModelSpec) -> bool:

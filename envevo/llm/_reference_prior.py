@@ -22,6 +22,8 @@ Two methods, recorded in the estimator's name (`llm-logprobs-v1:<model>` or `llm
 server rejects it or returns no prompt logprobs; the outcome is remembered in the cache file.
 
 Transient failures (429, 5xx, timeouts) are retried under envevo.llm's one retry policy (envevo/llm/_retry.py).
+Every answer is metered (`LLMPrior.meter`, role `estimator`) like the LLM roles' calls: the server's `usage`, or an
+estimate from the request and the answer, flagged, when it sends none.
 Labels are normalized as for the corpus estimator (identifiers like `passwd_file` read as words). Every score is
 cached in a JSON file (default ~/.cache/envevo/llm-prior/<digest of endpoint and model>.json) under
 (method, kind, label, scenario, goal), so a rerun asks nothing and reproduces the same figures. Model, base URL
@@ -43,6 +45,7 @@ from pathlib import Path
 from envevo.errors import UserError
 from envevo.llm._config import load_settings, parse_model
 from envevo.llm._errors import EndpointUnavailable
+from envevo.llm._meter import Meter, estimate_tokens
 from envevo.llm._retry import DEFAULT_BUDGET_SEC, RetryPolicy, parse_retry_after, retryable_status
 from envevo.trace import cache_dir, label_text
 
@@ -93,6 +96,7 @@ class LLMPrior:
         self._max_tokens = 0  # 1 for servers that refuse max_tokens=0 with echo
         self._json_schema = True  # False once the server refused the judgement's response_format
         self.requests = 0
+        self.meter = Meter()  # tokens of every answer, shown with the command's (or stored with the run's) usage
         auto = method == "auto"
         if auto:
             method = self._cache.get("method") or self._probe()
@@ -157,7 +161,28 @@ class LLMPrior:
                 data = r.json()
             except ValueError:
                 data = {"error": {"message": r.text[:200]}}
-            return r.status_code, data if isinstance(data, dict) else {"data": data}
+            data = data if isinstance(data, dict) else {"data": data}
+            if r.status_code == 200:
+                self._meter(body, data)
+            return r.status_code, data
+
+    def _meter(self, body: dict, data: dict) -> None:
+        """One answer's tokens, as the server counted them, else estimated from what was sent and what came back."""
+        usage = data.get("usage")
+        if isinstance(usage, dict) and usage.get("prompt_tokens"):
+            tokens, estimated = (int(usage["prompt_tokens"]), int(usage.get("completion_tokens") or 0)), False
+        elif "prompt" in body:  # an echo scoring the prompt: it generates at most max_tokens (0 or 1)
+            tokens, estimated = (estimate_tokens(body["prompt"]), int(body.get("max_tokens") or 0)), True
+        else:
+            sent = json.dumps(body.get("messages") or [], ensure_ascii=False)
+            try:
+                answer = data["choices"][0]["message"].get("content") or ""
+            except (KeyError, IndexError, TypeError, AttributeError):
+                answer = ""
+            tokens, estimated = (estimate_tokens(sent), estimate_tokens(str(answer))), True
+        within = Meter.current()  # a caller's lineage, if any, pays for it
+        with self.meter.scope("estimator", within.lineage, within.generation):
+            self.meter.record(f"openai:{self.model}", *tokens, None, estimated=estimated)
 
     # ------------------------------------------------------------------------------------------- methods
 

@@ -65,6 +65,9 @@ class LLMRuntime:
         self._clock = clock
         self._models: dict[str, GuardedModel] = {}
         self.waits: dict[str, list[float]] = {r: [] for r in ROLES}  # backoffs taken per role
+        # Whose lineage generation made a task (by content hash): callers that only see the task, like the red team's
+        # hacker, bill that lineage and meet its budget. The LLM engine sets it; (None, None) is outside lineages.
+        self.owner: Callable[[str], tuple[str | None, int | None]] = lambda _hash: (None, None)
         for role, own in settings.roles.items():  # a misspelt setting would be ignored silently by the model
             unknown = sorted(set(own.passed_through()) - model_setting_names())
             if unknown:

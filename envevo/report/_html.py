@@ -8,8 +8,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from envevo.analysis import killed_text, mutant_scores, mutation_rates
-from envevo.errors import UserError
+from envevo.analysis import drift_note, killed_text, mutant_scores, mutation_rates, unmeasured
 from envevo.report._plots import difficulty_plot, drift_plot, generations_plot, mutation_plot, validity_plot
 from envevo.store import LineageStore
 from envevo.task import diff_tasks
@@ -121,10 +120,8 @@ def build_report(run_dirs: Path | list[Path], out: Path | None = None) -> Path:
 def _drift_section(store: LineageStore, lineages, config: dict) -> list[str]:
     """Semantic drift per generation: a curve per lineage, and the figures with what produced them."""
     parts = ["<h2>Semantic drift per generation</h2>"]
-    try:
-        store.ensure_drift()  # versions stored before drift was recorded
-    except UserError as e:
-        parts.append(f"<p class='muted'>Drift not measured: {_e(e)}</p>")
+    if missing := len(unmeasured(store)):  # a report reads the store and never writes it: say what is missing
+        parts.append(f"<p class='muted'>{_e(drift_note(missing, store.run_dir))}.</p>")
     series: dict[str, list[dict]] = {}
     measures: set[str] = set()
     table_rows = []

@@ -10,8 +10,9 @@ from pydantic import BaseModel
 
 from envevo.errors import UserError
 from envevo.rollout._profiles import PROFILES, is_simulated
-from envevo.rollout._stats import RolloutSummary, summarize
+from envevo.rollout._stats import RolloutSummary, infrastructure_reasons, summarize
 from envevo.runtime import DRIVEN_AGENT, TrialOutcome
+from envevo.store import NewRollout
 
 # Simulated profiles run as runtime's driven agent with the simulated driver (envevo/rollout/agents.py).
 SIM_AGENT = DRIVEN_AGENT
@@ -172,12 +173,12 @@ async def rollout(targets: Sequence[Target], agent: str, model: str | None, k: i
             o = reported_tokens(o)
         fresh.setdefault(t.task_hash, []).append(o)
         if store is not None:  # recorded off the event loop: a commit waits on fsync, trials keep running
-            await asyncio.to_thread(
-                store.add_rollout, t.task_hash, agent, i, model=model, reward=o.reward, turns=o.turns,
+            await asyncio.to_thread(store.add_rollout, NewRollout(
+                task_hash=t.task_hash, agent=agent, k=i, model=model, reward=o.reward, turns=o.turns,
                 input_tokens=o.n_input_tokens, output_tokens=o.n_output_tokens, cost_usd=o.cost_usd,
                 duration_s=o.timings.total, error_kind=o.error_kind.value, simulated=is_simulated(agent),
                 trial_dir=o.trial_dir,
-            )
+            ))
         if on_trial is not None:
             on_trial(t, o)
 
@@ -187,6 +188,10 @@ async def rollout(targets: Sequence[Target], agent: str, model: str | None, k: i
     for t in targets:
         rows = store.rollouts(t.task_hash, agent=agent, model=model or "") if store is not None else fresh.get(t.task_hash, [])
         rows = [r for r in rows if getattr(r, "k", 0) < k]
-        summaries.append(summarize(t.name, rows, task_hash=t.task_hash, lineage=t.lineage, generation=t.generation,
-                                   agent=agent, model=model, simulated=is_simulated(agent)))
+        s = summarize(t.name, rows, task_hash=t.task_hash, lineage=t.lineage, generation=t.generation,
+                      agent=agent, model=model, simulated=is_simulated(agent))
+        if s.infrastructure_errors and not s.infrastructure_reasons:  # store rows keep no message; this run's do
+            s.infrastructure_reasons = infrastructure_reasons(o for o in fresh.get(t.task_hash, [])
+                                                              if o.error_kind.value == "infrastructure_error")
+        summaries.append(s)
     return summaries

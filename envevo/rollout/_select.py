@@ -28,7 +28,7 @@ def parse_fraction(text: str) -> float:
 def rollout_reasons(summary: RolloutSummary, max_pass: float, min_turns: float) -> list[str]:
     """Why a task's rollouts rule it out as a seed (empty: it is hard enough)."""
     if summary.n == 0 or summary.pass_rate is None:
-        return ["no rollouts recorded; run `envevo rollout TASK --store RUN` first"]
+        return ["no rollouts recorded; run `envevo rollout TASK --run RUN` first"]
     reasons = []
     if summary.pass_rate > max_pass + 1e-9:
         reasons.append(f"too easy: passed {summary.label} > {max_pass:.3g}")
@@ -58,7 +58,7 @@ async def select_seeds(tasks: list[Path], rollouts_run: Path, out_dir: Path, *, 
     agents = sorted({(r.agent, r.model) for rs in rows.values() for r in rs if agent is None or r.agent == agent})
     if len(agents) > 1:
         several = ", ".join(f"{a}/{m}" for a, m in agents)
-        raise UserError(f"{rollouts_run} holds rollouts of several agents ({several}); pick one with --agent")
+        raise UserError(f"{rollouts_run} holds rollouts of several agents ({several}); pick one with --by-agent")
     results: list[dict[str, Any]] = []
     for t in targets:
         s = summarize(t.name, [r for r in rows[t.task_hash] if (r.agent, r.model) in agents], task_hash=t.task_hash,

@@ -33,6 +33,9 @@ class RolloutSummary(BaseModel):
     mean_turns: float | None = None
     pass_at_k: float | None = Field(default=None, description="pass@n: chance that at least one of n passes")
     errors: dict[str, int] = Field(default_factory=dict, description="error kind -> count, for non-ok rollouts")
+    infrastructure_errors: int = Field(0, description="trials the infrastructure failed (not counted in n; retried "
+                                                      "by the next run)")
+    infrastructure_reasons: list[str] = Field(default_factory=list, description="why they failed, each reason once")
     mean_input_tokens: float | None = None
     mean_output_tokens: float | None = None
     cost_usd: float | None = Field(default=None, description="total over the counted rollouts, where the agent reported it")
@@ -44,6 +47,8 @@ class RolloutSummary(BaseModel):
 
 def summarize(task: str, rows: Iterable, **fields) -> RolloutSummary:
     """Summarize rollouts (store Rollout rows or anything with reward/turns/error_kind/passed)."""
+    rows = list(rows)
+    infra = [r for r in rows if str(r.error_kind or "ok") == "infrastructure_error"]
     rows = [r for r in rows if str(r.error_kind or "ok") != "infrastructure_error"]
     passes = sum(1 for r in rows if r.passed)
     turns = [r.turns for r in rows if r.turns is not None]
@@ -64,4 +69,11 @@ def summarize(task: str, rows: Iterable, **fields) -> RolloutSummary:
         mean_turns=sum(turns) / len(turns) if turns else None,
         mean_input_tokens=mean("input_tokens"), mean_output_tokens=mean("output_tokens"),
         cost_usd=sum(costs) if costs else None,
-        pass_at_k=pass_at_k(n, passes, n) if n else None, errors=errors, **fields)
+        pass_at_k=pass_at_k(n, passes, n) if n else None, errors=errors, infrastructure_errors=len(infra),
+        infrastructure_reasons=infrastructure_reasons(infra), **fields)
+
+
+def infrastructure_reasons(failed: Iterable) -> list[str]:
+    """Each distinct reason of trials the infrastructure failed (store rows carry none; trial outcomes do)."""
+    said = (getattr(r, "error_message", None) or getattr(r, "exception_type", None) for r in failed)
+    return list(dict.fromkeys(r for r in said if r))

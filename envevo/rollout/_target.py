@@ -1,7 +1,7 @@
 """Weakness targeting's input: an agent's δ_θ per skill and scenario, read from a run's rollouts, as the
 WeaknessTarget that a targetable engine (Capability.WEAKNESS_TARGET) steers by.
 
-`envevo evolve --target-weakness RUN --agent A` calls `weakness_target`; the numbers are those of `envevo difficulty
+`envevo evolve --target-weakness RUN --by-agent A` calls `weakness_target`; the numbers are those of `envevo difficulty
 RUN --weakness` (the same estimate, under the run's own p_T unless one is given).
 """
 
@@ -32,8 +32,8 @@ def weakness_target(run: Path, agent: str | None, p: ReferenceDistribution | Non
     from envevo.store import LineageStore, RunPaths
 
     if not RunPaths(run_dir=run).db.is_file():
-        raise UserError(f"--target-weakness {run}: not a run (no store.sqlite); pass an `envevo evolve` --out dir "
-                        "rolled out with `envevo rollout RUN --agent A`")
+        raise UserError(f"--target-weakness {run}: not a run (no store.sqlite); pass a run dir (`envevo evolve "
+                        "--run RUN`) rolled out with `envevo rollout RUN --agent A`")
     if p is None:
         p = run_reference(run)
     with LineageStore.open(run, create=False) as store:

@@ -262,7 +262,7 @@ def choose_agent(store, agent: str | None = None, model: str | None = None) -> t
         raise UserError(f"{run} has no rollouts of its versions{who}; run `envevo rollout {run} --agent sim-weak` first")
     if len(pairs) > 1:
         names = ", ".join(f"{a}/{m or '-'}" for a, m in pairs)
-        flag = "--model" if len({a for a, _ in pairs}) == 1 else "--agent (and --model)"
+        flag = "--by-model" if len({a for a, _ in pairs}) == 1 else "--by-agent (and --by-model)"
         raise UserError(f"{run} holds rollouts of several agents ({names}); pick one with {flag}")
     return pairs[0]
 

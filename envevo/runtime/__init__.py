@@ -5,7 +5,15 @@ outcome types (verdicts, the store, the trainer adapters' environments) load wit
 """
 
 from envevo.runtime import _host_ca as host_ca  # the module: trust settings for the host's CA bundle
-from envevo.runtime._agents import DRIVEN_AGENT, SCRIPTED_AGENT, DriverResult, ShellDriver, ShellExec
+from envevo.runtime._agents import (
+    DRIVEN_AGENT,
+    OUTPUT_CAP_KWARGS,
+    SCRIPTED_AGENT,
+    DriverResult,
+    ShellDriver,
+    ShellExec,
+    with_output_cap,
+)
 from envevo.runtime._cert_failure import cert_failure, cert_failure_line
 from envevo.runtime._cleanup import list_containers, owner_id, remove_containers, sweep_orphans
 from envevo.runtime._envs import LOCAL_ENGINES, EnvChoice, check_env, resolve_env
@@ -31,6 +39,7 @@ __all__ = [
     "CACHE_LABEL",
     "CACHE_REPO",
     "DRIVEN_AGENT",
+    "OUTPUT_CAP_KWARGS",
     "SCRIPTED_AGENT",
     "DriverResult",
     "EnvChoice",
@@ -55,6 +64,7 @@ __all__ = [
     "SessionResult",
     "ShellDriver",
     "ShellExec",
+    "with_output_cap",
     "TrialOutcome",
     "open_session",
     "TrialSpec",

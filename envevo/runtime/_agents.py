@@ -33,6 +33,33 @@ class ShellDriver(Protocol):
     async def run(self, instruction: str, exec: ShellExec) -> DriverResult: ...
 
 
+#: Harbor agents that take a per-answer output cap, and where (harbor 0.26): terminus-2 forwards `llm_call_kwargs` to
+#: every LiteLLM call; goose and mini-swe-agent take `max_tokens`; mcode `max_output_tokens`.
+OUTPUT_CAP_KWARGS: dict[str, tuple[str, ...]] = {
+    "terminus-2": ("llm_call_kwargs", "max_tokens"),
+    "goose": ("max_tokens",),
+    "mini-swe-agent": ("max_tokens",),
+    "mcode": ("max_output_tokens",),
+}
+
+
+def with_output_cap(agent: str, kwargs: dict[str, Any], cap: int | None) -> dict[str, Any]:
+    """`kwargs` with the agent's own output cap set to `cap`, so one answer of its model is bounded; a cap the user
+    gave in the kwargs wins, and an agent without such an option (or cap None) gets the kwargs unchanged."""
+    where = OUTPUT_CAP_KWARGS.get(agent)
+    if where is None or cap is None:
+        return dict(kwargs)
+    out = dict(kwargs)
+    if len(where) == 1:
+        out.setdefault(where[0], cap)
+        return out
+    table, key = where
+    nested = dict(out.get(table) or {})
+    nested.setdefault(key, cap)
+    out[table] = nested
+    return out
+
+
 def load_driver(target: str, options: dict[str, Any]) -> ShellDriver:
     module, _, cls = target.partition(":")
     return getattr(importlib.import_module(module), cls)(**options)

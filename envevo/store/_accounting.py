@@ -2,32 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from envevo.store._base import StoreBase
 from envevo.store._encode import now
-from envevo.store._models import Rollout, Usage, UsageTotal
+from envevo.store._models import NewRollout, Rollout, Usage, UsageTotal
 
 
 class Accounting(StoreBase):
-    def add_rollout(
-        self,
-        task_hash: str,
-        agent: str,
-        k: int,
-        *,
-        model: str | None = None,
-        reward: float | None = None,
-        turns: int | None = None,
-        input_tokens: int | None = None,
-        output_tokens: int | None = None,
-        cost_usd: float | None = None,
-        duration_s: float | None = None,
-        error_kind: str | None = None,
-        simulated: bool = False,
-        trial_dir: str | os.PathLike[str] | None = None,
-    ) -> int:
+    def add_rollout(self, rollout: NewRollout) -> int:
         """Record rollout ``k`` of ``agent``/``model`` on a task version; re-recording the same k replaces it."""
         return self._db.insert(
             "INSERT INTO rollouts (task_hash, agent, model, k, reward, turns, input_tokens, output_tokens, cost_usd, "
@@ -37,19 +20,19 @@ class Accounting(StoreBase):
             "duration_s = excluded.duration_s, error_kind = excluded.error_kind, simulated = excluded.simulated, "
             "trial_dir = excluded.trial_dir, created_at = excluded.created_at RETURNING id",
             (
-                task_hash,
-                agent,
-                model or "",  # '' when there is none, so (task, agent, model, k) is a real key
-                k,
-                reward,
-                turns,
-                input_tokens,
-                output_tokens,
-                cost_usd,
-                duration_s,
-                None if error_kind is None else str(error_kind),
-                int(simulated),
-                None if trial_dir is None else str(trial_dir),
+                rollout.task_hash,
+                rollout.agent,
+                rollout.model or "",  # '' when there is none, so (task, agent, model, k) is a real key
+                rollout.k,
+                rollout.reward,
+                rollout.turns,
+                rollout.input_tokens,
+                rollout.output_tokens,
+                rollout.cost_usd,
+                rollout.duration_s,
+                rollout.error_kind,
+                int(rollout.simulated),
+                rollout.trial_dir,
                 now(),
             ),
         )
@@ -83,12 +66,14 @@ class Accounting(StoreBase):
         cost_usd: float | None = None,
         lineage_id: str | None = None,
         generation: int | None = None,
+        estimated: bool = False,
     ) -> int:
-        """Record the tokens (and cost) one LLM role spent, optionally attributed to a lineage generation."""
+        """Record the tokens (and cost) one LLM role spent, optionally attributed to a lineage generation;
+        `estimated` when they were counted from what arrived, not reported by the server."""
         return self._db.insert(
-            "INSERT INTO usage (lineage_id, generation, role, model, input_tokens, output_tokens, cost_usd, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            (lineage_id, generation, role, model, input_tokens, output_tokens, cost_usd, now()),
+            "INSERT INTO usage (lineage_id, generation, role, model, input_tokens, output_tokens, cost_usd, estimated, "
+            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            (lineage_id, generation, role, model, input_tokens, output_tokens, cost_usd, int(estimated), now()),
             missing=f"run {self.run_dir} has no lineage {lineage_id!r}",
         )
 
@@ -97,7 +82,7 @@ class Accounting(StoreBase):
             rows = self._rows("SELECT * FROM usage ORDER BY id")
         else:
             rows = self._rows("SELECT * FROM usage WHERE lineage_id = ? ORDER BY id", (lineage_id,))
-        return [Usage(**dict(r)) for r in rows]
+        return [Usage(**{**dict(r), "estimated": bool(r["estimated"])}) for r in rows]
 
     def usage_totals(self, lineage_id: str | None = None, *, outside_lineages: bool = False) -> list[UsageTotal]:
         """Tokens and cost per (role, model): of one lineage, of the calls attributed to none (`outside_lineages`:
@@ -110,7 +95,8 @@ class Accounting(StoreBase):
             where = "WHERE lineage_id IS NULL"
         rows = self._rows(
             "SELECT role, model, COUNT(*) AS calls, SUM(input_tokens) AS input_tokens, SUM(output_tokens) AS output_tokens, "
-            f"SUM(cost_usd) AS cost_usd FROM usage {where} GROUP BY role, model ORDER BY role, model",
+            f"SUM(cost_usd) AS cost_usd, SUM(estimated) AS estimated_calls FROM usage {where} "
+            "GROUP BY role, model ORDER BY role, model",
             params,
         )
         return [UsageTotal(**dict(r)) for r in rows]

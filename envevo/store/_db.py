@@ -106,7 +106,7 @@ def connect(path: Path, *, create: bool, durable: bool) -> sqlite3.Connection:
     except sqlite3.DatabaseError as e:
         conn.close()
         raise StoreError(
-            f"{path} is not a readable envevo store ({e}); pass the --out directory of an `envevo evolve` run"
+            f"{path} is not a readable envevo store ({e}); pass the run dir of `envevo evolve --run`"
         ) from e
     except BaseException:
         conn.close()
@@ -139,9 +139,9 @@ def _migrate(conn: sqlite3.Connection, db: Path, *, create: bool) -> None:
         if "schema_version" in tables:
             current = conn.execute("SELECT MAX(version) FROM schema_version").fetchall()[0][0] or 0
         elif tables:
-            raise StoreError(f"{db} is an SQLite database but not an envevo store; use a new --out directory")
+            raise StoreError(f"{db} is an SQLite database but not an envevo store; use a new run directory")
         elif not create:
-            raise StoreError(f"{db} is empty, not an envevo store; pass the --out directory of an `envevo evolve` run")
+            raise StoreError(f"{db} is empty, not an envevo store; pass the run dir of `envevo evolve --run`")
         else:
             current = 0
         if current > SCHEMA_VERSION:

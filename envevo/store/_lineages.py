@@ -77,7 +77,7 @@ class Lineages(StoreBase):
                 if row["seed_hash"] != seed_hash:
                     raise StoreError(
                         f"run {self.run_dir} already has a lineage for seed {seed_name!r} from a different seed task "
-                        f"({row['seed_hash'][:12]} there, {seed_hash[:12]} now); resume with the same seed or use a new --out"
+                        f"({row['seed_hash'][:12]} there, {seed_hash[:12]} now); resume with the same seed or use a new --run"
                     )
                 lineage_id: str = row["id"]
                 if trace is not None or difficulty is not None or verified:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from envevo.errors import UserError
 from envevo.task import Task
@@ -87,7 +88,7 @@ class VersionCommit(BaseModel):
     verified: bool
     parent_hash: str | None = Field(None, description="None: the lineage's generation - 1, from the store")
     candidate_id: int | None = None
-    drift: Drift | None = Field(None, description="None: measured on first read")
+    drift: Drift | None = Field(None, description="None: not measured (the encoder is missing); `envevo analyze drift` later")
 
 
 class GenerationTry(BaseModel):
@@ -142,21 +143,35 @@ class Verification(BaseModel):
     created_at: str
 
 
-class Rollout(BaseModel):
-    id: int
+def _text(value: object) -> object:
+    """A path or an enum as the text the row stores (a str-valued enum by its value)."""
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return str(value) if isinstance(value, StrEnum) else value
+
+
+class NewRollout(BaseModel):
+    """A rollout to record (`LineageStore.add_rollout`): rollout `k` of `agent`/`model` on a task version."""
+
     task_hash: str
     agent: str
-    model: str | None = None
     k: int = Field(description="index of this rollout among the k run for (task, agent, model)")
+    model: str | None = None
     reward: float | None = None
     turns: int | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
     cost_usd: float | None = None
     duration_s: float | None = None
-    error_kind: str | None = None
+    error_kind: Annotated[str | None, BeforeValidator(_text)] = None
     simulated: bool = False
-    trial_dir: str | None = None
+    trial_dir: Annotated[str | None, BeforeValidator(_text)] = None
+
+
+class Rollout(NewRollout):
+    """A stored rollout: what was recorded, with its row id and time."""
+
+    id: int
     created_at: str
 
     @property
@@ -173,6 +188,7 @@ class Usage(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None
+    estimated: bool = Field(False, description="tokens estimated from what arrived, not reported by the server")
     created_at: str
 
 
@@ -183,3 +199,4 @@ class UsageTotal(BaseModel):
     input_tokens: int
     output_tokens: int
     cost_usd: float | None = None
+    estimated_calls: int = Field(0, description="calls whose tokens were estimated (an answer abandoned mid-stream)")

@@ -134,7 +134,7 @@ _V1 = [
 
 # Semantic drift of each committed version (envevo/trace/_drift.py): cosine similarities of its goal and
 # instruction to the seed's and the parent's. Written in the commit transaction of the version; versions of runs
-# made before this table existed get theirs computed on first read (`LineageStore.ensure_drift`). `measure` names
+# made before this table existed get theirs from `envevo analyze drift` (reads never write it). `measure` names
 # the method, encoder and weights; `detail` is the whole `Drift` as JSON.
 _V2 = [
     """CREATE TABLE version_drift (
@@ -164,6 +164,12 @@ _V4 = [
     "ALTER TABLE verifications ADD COLUMN findings TEXT NOT NULL DEFAULT '[]'",
 ]
 
+# Usage rows whose tokens were estimated, not reported by the server (an answer abandoned at its wall-clock cap is
+# metered from what arrived). Rows of older stores read as reported.
+_V5 = [
+    "ALTER TABLE usage ADD COLUMN estimated INTEGER NOT NULL DEFAULT 0 CHECK (estimated IN (0, 1))",
+]
+
 #: (version, statements), in order. The store refuses a database whose version is newer than the last one.
-MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2), (3, _V3), (4, _V4)]
+MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5)]
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -54,15 +54,15 @@ class LineageStore(Versions, Accounting):
         paths = RunPaths(run_dir=Path(run_dir).expanduser().absolute())
         root = paths.run_dir
         if root.exists() and not root.is_dir():
-            raise StoreError(f"run directory {root} is a file; pass the --out directory of an `envevo evolve` run")
+            raise StoreError(f"run directory {root} is a file; pass the run dir of `envevo evolve --run`")
         if not create:
             if not root.is_dir():
                 raise StoreError(
-                    f"run directory {root} does not exist; pass the --out directory of an `envevo evolve` run"
+                    f"run directory {root} does not exist; pass the run dir of `envevo evolve --run`"
                 )
             if not paths.db.is_file():
                 raise StoreError(
-                    f"{root} is not an envevo run (no {paths.db.name} in it); pass the --out directory of an `envevo evolve` run"
+                    f"{root} is not an envevo run (no {paths.db.name} in it); pass the run dir of `envevo evolve --run`"
                 )
         else:
             try:

@@ -13,9 +13,8 @@ from envevo.store._lineages import Lineages
 from envevo.store._models import StoreError, Version, VersionCommit
 from envevo.task import Task, diff_tasks
 from envevo.trace import Difficulty, Direction, Drift, Effort, Trace
-from envevo.trace import measure_drift as measure_task_drift
 
-#: Versions with their drift (NULL until measured).
+#: Versions with their drift (NULL until measured: evolve measures it at the commit, `envevo analyze drift` later).
 _VERSION_SQL = "SELECT v.*, d.detail AS drift FROM versions v LEFT JOIN version_drift d ON d.version_id = v.id"
 
 
@@ -53,25 +52,6 @@ class Versions(Lineages, GenerationHistory):
                 raise StoreError(f"lineage {lineage_id} has no committed generation {generation}")
             _insert_drift(c, row["id"], drift)
 
-    def measure_drift(self, lineage_id: str, task: Task, parent_hash: str | None) -> Drift:
-        """The drift of `task` (a candidate or stored version of the lineage) from the seed and from `parent_hash`."""
-        seed = self.load_version_task(self.lineage(lineage_id).seed_hash)
-        parent = self.load_version_task(parent_hash) if parent_hash is not None else None
-        return measure_task_drift(task, seed, parent)
-
-    def ensure_drift(self, lineage_id: str | None = None) -> int:
-        """Compute and store the drift of every version that has none (runs from before drift was recorded, or
-        commits made without the encoder); return how many were computed. Needs the sentence encoder."""
-        computed = 0
-        for v in self.versions(lineage_id):
-            if v.drift is not None:
-                continue
-            parent = None if v.generation == 0 else v.parent_hash
-            drift = self.measure_drift(v.lineage_id, self.load_version_task(v.task_hash), parent)
-            self.set_drift(v.lineage_id, v.generation, drift)
-            computed += 1
-        return computed
-
     # ---- the commit point -----------------------------------------------------------------------
     def commit_generation(
         self,
@@ -98,8 +78,8 @@ class Versions(Lineages, GenerationHistory):
     def commit(self, new: VersionCommit) -> Version:
         """THE commit point of a generation: store the task dir, then record the version in one transaction.
 
-        ``new.drift`` (see :meth:`measure_drift`) is recorded in the same transaction; without it the version gets its
-        drift computed on first read (:meth:`ensure_drift`).
+        ``new.drift`` (measured by the evolve loop; the store loads no encoder) is recorded in the same transaction;
+        without it the version has none until an explicit ``envevo analyze drift`` (:meth:`set_drift`).
 
         ``generation`` must be :meth:`next_generation`, and ``parent_hash`` (by default taken from the store)
         the hash of generation − 1, so generations stay contiguous and each extends the previous one. The task

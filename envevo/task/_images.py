@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from envevo.errors import TaskError
-from envevo.task._compose import COMPOSE_NAMES
+from envevo.task._compose_file import COMPOSE_NAMES
 from envevo.task._config import parse_toml
 from envevo.task._files import TaskFile, decode_text
 from envevo.task._heredoc import rewrite_heredocs

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from envevo.errors import TaskError
 from envevo.task._components import Component, component_of
-from envevo.task._compose import check_compose_paths, parse_compose
+from envevo.task._compose_file import check_compose_paths, parse_compose
 from envevo.task._config import (
     ENVEVO_METADATA_KEY,
     check_config,

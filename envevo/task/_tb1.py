@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from envevo.errors import TaskError
-from envevo.task._compose import parse_yaml
+from envevo.task._compose_file import parse_yaml
 from envevo.task._config import CURRENT_SCHEMA_VERSION, ENVEVO_METADATA_KEY
 from envevo.task._files import TaskFile
 from envevo.task._model import Task

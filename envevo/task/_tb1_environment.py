@@ -12,7 +12,7 @@ import shlex
 from typing import Any
 
 from envevo.errors import TaskError
-from envevo.task._compose import parse_compose
+from envevo.task._compose_file import parse_compose
 from envevo.task._files import TaskFile, decode_text, normjoin
 
 # Compose boilerplate every TB1 task carries; it has Harbor equivalents, so it is dropped.

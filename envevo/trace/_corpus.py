@@ -121,7 +121,7 @@ def load_corpus(paths: list[Path], runs: RunSource | None = None) -> Corpus:
 
     if not paths:
         raise UserError("the corpus estimator needs a reference corpus: pass --corpus DIR (task dirs, a folder of "
-                        "them, or the --out dir of an `envevo evolve` run); repeat --corpus for more")
+                        "them, or run dirs of `envevo evolve --run`); repeat --corpus for more")
     corpus = Corpus()
     seen: set[str] = set()
 

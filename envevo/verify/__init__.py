@@ -13,8 +13,26 @@ from envevo.verify._audit import (
 from envevo.verify._drift import DriftBound
 from envevo.verify._evidence import reward_of
 from envevo.verify._feedback import ctrf_failures, run_digest
-from envevo.verify._mutants import Mutant, no_effect, prefix_mutants, procedural_mutants, task_mutants, top_level_commands
-from envevo.verify._mutation import MutationVerifier, choose_mutants, mutation_score, parse_mutation, survivors
+from envevo.verify._mutants import (
+    Mutant,
+    WrittenMutant,
+    model_mutants,
+    no_effect,
+    prefix_mutants,
+    procedural_mutants,
+    shell_problem,
+    task_mutants,
+    top_level_commands,
+)
+from envevo.verify._mutation import (
+    MutantWriter,
+    MutationVerifier,
+    choose_mutants,
+    killed_keys,
+    mutation_score,
+    parse_mutation,
+    survivors,
+)
 from envevo.verify._redteam import RedTeamVerifier, broken_by, choose_exploits, parse_red_team
 from envevo.verify._rubric import RuleRubric, TaskVerifier
 from envevo.verify._run import default_verifiers, unmet_on_host, verify_candidate, verify_tasks
@@ -28,6 +46,7 @@ __all__ = [
     "FindingKind",
     "InvalidTestVerifier",
     "Mutant",
+    "MutantWriter",
     "MutationVerifier",
     "OracleVerifier",
     "RedTeamVerifier",
@@ -38,6 +57,7 @@ __all__ = [
     "TrialVerifier",
     "Unmet",
     "Verdict",
+    "WrittenMutant",
     "VerifierReport",
     "audit_record",
     "broken_by",
@@ -47,8 +67,10 @@ __all__ = [
     "default_verifiers",
     "end_torn_line",
     "failure_classes",
+    "killed_keys",
     "findings_from_reasons",
     "load_audit_results",
+    "model_mutants",
     "mutation_score",
     "no_effect",
     "parse_mutation",
@@ -58,6 +80,7 @@ __all__ = [
     "record_reasons",
     "reward_of",
     "run_digest",
+    "shell_problem",
     "summarize_audit",
     "survivors",
     "task_mutants",

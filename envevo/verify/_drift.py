@@ -11,7 +11,7 @@ import asyncio
 from pathlib import Path
 
 from envevo.task import Task
-from envevo.trace import Drift, drift_reason, measure_drift
+from envevo.trace import Drift, drift_reason
 from envevo.verify._verdict import VerifierReport
 
 
@@ -29,6 +29,8 @@ class DriftBound:
         self.last: Drift | None = None  # the figures of the last candidate checked
 
     async def check(self, task: Task, task_dir: Path) -> VerifierReport:
+        from envevo.trace import measure_drift  # the encoder loads with the first check, not with envevo.verify
+
         # The encoder is CPU-bound numpy: off the event loop, so trials keep running meanwhile.
         drift = await asyncio.to_thread(measure_drift, task, self.seed, self.parent)
         self.last = drift

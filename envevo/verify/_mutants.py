@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from envevo.task import Task
 
@@ -26,12 +26,15 @@ _DIFF_LINES = 8
 class Mutant(BaseModel):
     """One near-miss solution: which step (1-based) it breaks and how, and the script that does it."""
 
-    id: str  # stable within a task: step2-wrong, step2-skip, prefix-3of7
-    kind: str  # wrong | skip | prefix
+    id: str  # stable within a task: step2-wrong, step2-skip, prefix-3of7, model-1
+    kind: str  # wrong | skip | prefix | model
     step: int | None = None
     label: str
     diff: str  # a short summary of what differs from solve.sh
     script: str
+    # A procedural step's own identity and checks (envevo/verify/_mutant_keys.py): what lets a parent's kill be reused.
+    step_key: str | None = None
+    step_checks: list[tuple[str, str]] = []  # (check kind, path) of the step's own checks
 
 
 def short_diff(before: str, after: str, n: int = _DIFF_LINES) -> str:
@@ -59,18 +62,24 @@ def procedural_mutants(task: Task) -> list[Mutant] | None:
     reference = solve_script(chain, blocks=blocks)
     if not task.has(SOLVE) or task.read_text(SOLVE) != reference:
         return None
+    from envevo.verify._mutant_keys import step_keys
+
+    keys = step_keys(task, chain, blocks)
     out: list[Mutant] = []
     for b in blocks:
+        own = [(c["check"], c["path"]) for c in b.checks]
         where = f"step {b.index + 1} ({SKILLS[b.skill].title} in {SCENARIOS[b.scenario].title}; {b.scenario}/{b.skill})"
         if b.wrong_sh.strip() != b.oracle_sh.strip():
             out.append(Mutant(id=f"step{b.index + 1}-wrong", kind="wrong", step=b.index + 1,
                               label=f"{where} done with its wrong variant",
                               diff=short_diff(b.oracle_sh, b.wrong_sh),
-                              script=solve_script(chain, wrong={b.index}, blocks=blocks)))
+                              script=solve_script(chain, wrong={b.index}, blocks=blocks),
+                              step_key=keys.get((b.index, "wrong")), step_checks=own))
         dropped = b.oracle_sh.splitlines()
         out.append(Mutant(id=f"step{b.index + 1}-skip", kind="skip", step=b.index + 1, label=f"{where} skipped",
                           diff=f"step {b.index + 1}'s {len(dropped)} line(s) left out, from: {dropped[0][:120] if dropped else ''}",
-                          script=solve_script(chain, skip={b.index}, blocks=blocks)))
+                          script=solve_script(chain, skip={b.index}, blocks=blocks),
+                          step_key=keys.get((b.index, "skip")), step_checks=own))
     return out
 
 
@@ -236,6 +245,72 @@ def prefix_mutants(script: str) -> list[Mutant]:
                           diff=f"the last {len(left)} command(s) left out, from line {left[0][0] + 1}: {first}",
                           script=prefix))
     return out
+
+
+# ---- model-written mutants ---------------------------------------------------------------------------------
+
+class WrittenMutant(BaseModel):
+    """A near-miss solution a model wrote from the task's plan: one step done with a common mistake."""
+
+    step: int = Field(ge=1, description="the step (1-based, as the instruction numbers them) done wrong")
+    mistake: str = Field(description="the common mistake made in that step, in one sentence")
+    script: str = Field(description="the complete solve.sh, identical to the reference except for that step")
+
+
+def normalised(script: str) -> str:
+    """The script without comments, blank lines and whitespace differences: what a copy has in common."""
+    out = []
+    for line in script.splitlines():
+        text = line.strip()
+        if text.startswith("#"):
+            continue
+        text = re.sub(r"\s+#[^'\"`]*$", "", text)  # a trailing comment with no quote in it
+        if text:
+            out.append(" ".join(text.split()))
+    return "\n".join(out)
+
+
+def shell_problem(script: str) -> str | None:
+    """Why `script` cannot be bash, by a pure-python scan (nothing runs on the host): an unclosed quote, bracket,
+    compound command or heredoc, a dangling continuation; None when it parses as far as the scan sees."""
+    if "\x00" in script or not normalised(script):
+        return "it is empty or binary"
+    scan = _Scan()
+    for text in script.splitlines():
+        scan.line(text)
+    if scan.quote:
+        return f"a {scan.quote} quote is never closed"
+    if scan.in_heredoc or scan.heredocs:
+        return "a heredoc is never ended"
+    if scan.blocks:
+        return f"a compound command never reaches its {scan.blocks[-1]}"
+    if scan.parens:
+        return "a ( is never closed"
+    if scan.cont:
+        return "the last command continues past the end"
+    return None
+
+
+def model_mutants(reference: str, written: list[WrittenMutant], taken: list[Mutant]) -> tuple[list[Mutant], list[str]]:
+    """The written mutants that are real variants of `reference` (and of each other and of `taken`), as Mutants;
+    and why each other one was rejected."""
+    seen = {normalised(reference): "a copy of solve.sh"} | {normalised(m.script): f"the same as {m.id}" for m in taken}
+    out: list[Mutant] = []
+    rejected: list[str] = []
+    for k, w in enumerate(written, 1):
+        mid = f"model-{k}"
+        problem = shell_problem(w.script)
+        same = seen.get(normalised(w.script))
+        if problem is not None or same is not None:
+            why = f"not bash: {problem}" if problem is not None else f"{same} once comments and whitespace are dropped"
+            rejected.append(f"model mutant {k} (step {w.step}) rejected: {why}")
+            continue
+        seen[normalised(w.script)] = f"the same as {mid}"
+        script = w.script if w.script.endswith("\n") else w.script + "\n"
+        out.append(Mutant(id=mid, kind="model", step=w.step,
+                          label=f"step {w.step} done with a common mistake (model-written): {w.mistake.strip()[:200]}",
+                          diff=short_diff(reference, script), script=script))
+    return out, rejected
 
 
 def task_mutants(task: Task) -> tuple[list[Mutant], str]:

@@ -11,7 +11,10 @@ never touched), in the same bounded pool as the other verifiers' trials.
 - reward 0, or the tests ran and wrote none → killed;
 - the trial never reached the tests (a build or infrastructure failure, a timeout, no test output) → inconclusive.
 
-The report carries the mutation score: killed / (killed + survived), with the counts, in `metrics`.
+The report carries the mutation score: killed / (killed + survived), with the counts, in `metrics`, and the keys of
+its kills (`killed_keys`, envevo/verify/_mutant_keys.py). A candidate evolved from a parent `inherit`s the parent's
+kills: a mutant whose key is among them is killed without a container run (residual edits leave most steps' inputs
+byte for byte), and the report says how many were reused. Any byte changed in a mutant's inputs gives another key.
 """
 
 from __future__ import annotations
@@ -19,13 +22,14 @@ from __future__ import annotations
 import hashlib
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from envevo.runtime import ErrorKind, TrialOutcome, TrialSpec
 from envevo.task import Task, load_task, save
 from envevo.verify._evidence import quote, read_trial_logs
 from envevo.verify._feedback import solution_run
-from envevo.verify._mutants import SOLVE, Mutant, task_mutants
+from envevo.verify._mutant_keys import env_key, step_failed, task_key
+from envevo.verify._mutants import SOLVE, Mutant, WrittenMutant, model_mutants, task_mutants
 from envevo.verify._redteam import parse_switch
 from envevo.verify._verdict import Finding, FindingKind, VerifierReport, trial_finding
 
@@ -63,17 +67,43 @@ def mutation_score(killed: int, survived: int) -> float | None:
     return killed / (killed + survived) if killed + survived else None
 
 
+def killed_keys(metrics: dict[str, Any]) -> frozenset[str]:
+    """The keys of the mutants a stored mutation report killed (none in reports made before keys existed)."""
+    keys = metrics.get("killed_keys")
+    return frozenset(k for k in keys if isinstance(k, str)) if isinstance(keys, list) else frozenset()
+
+
+class MutantWriter(Protocol):
+    """A model that writes near-miss solutions from a task's plan (envevo.llm.ModelMutantWriter): up to `n`, and
+    why there are none when it gave nothing usable."""
+
+    async def write(self, task: Task, n: int) -> tuple[list[WrittenMutant], str | None]: ...
+
+
 class MutationVerifier:
     """Every chosen mutant of the task's solution scores 0 in the sandbox."""
 
     name = "mutation"
 
-    def __init__(self, sample: int | None = None):
+    def __init__(self, sample: int | None = None, writer: MutantWriter | None = None, written: int = 3):
+        """`writer`: a model that adds up to `written` near misses of its own per task (`prepare`), beside the
+        procedural or prefix mutants."""
         if sample is not None and sample < 1:
             raise ValueError("sample must be at least 1")
         self.sample = sample
+        self.writer = writer
+        self.written = written
+        self._by_model: dict[str, tuple[list[Mutant], list[str]]] = {}  # task content hash → (mutants, notes)
+        self._hashes: dict[Path, str] = {}  # task dir → content hash of the task its plan was made from
         self._plans: dict[Path, tuple[list[Mutant], str]] = {}  # task dir → (chosen mutants, their source)
         self._counts: dict[Path, int] = {}  # task dir → mutants before sampling
+        self._inherited: dict[Path, frozenset[str]] = {}  # task dir → its parent's killed keys
+        self._keys: dict[Path, dict[str, list[str]]] = {}  # task dir → mutant id → [task key, step key]
+        self._reused: dict[Path, dict[str, str]] = {}  # task dir → mutant id → the parent's key it matched
+
+    def inherit(self, task_dir: Path, killed: frozenset[str]) -> None:
+        """The parent's killed keys, for the candidate at `task_dir`: its mutants with one of them are not run."""
+        self._inherited[Path(task_dir).resolve()] = frozenset(killed)
 
     def plan(self, task_dir: Path, fresh: bool = False) -> tuple[list[Mutant], str]:
         """The chosen mutants of a task and where they come from. `fresh` re-reads the task: a candidate dir may be
@@ -82,9 +112,31 @@ class MutationVerifier:
         if fresh or key not in self._plans:
             task = load_task(key)
             mutants, source = task_mutants(task)
+            self._hashes[key] = task.content_hash()
+            if written := self._by_model.get(self._hashes[key], ([], []))[0]:
+                source = "model" if not mutants else f"{source}+model"
+                mutants = mutants + written
             self._counts[key] = len(mutants)
             self._plans[key] = (choose_mutants(task, mutants, self.sample), source)
         return self._plans[key]
+
+    async def prepare(self, task_dir: Path) -> None:
+        """Ask the writer (if any) for near misses of this task, once per task content, before its trials are
+        planned. Each is checked to be a real variant (envevo/verify/_mutants.py `model_mutants`); the rejected
+        ones, and a model that gave nothing, are noted in the report."""
+        if self.writer is None or not Path(task_dir, "task.toml").exists():
+            return
+        task = load_task(Path(task_dir).resolve())
+        digest = task.content_hash()
+        if digest in self._by_model or not task.has(SOLVE):
+            return
+        try:
+            reference = task.read_text(SOLVE)
+        except UnicodeDecodeError:
+            return
+        written, error = await self.writer.write(task, self.written)
+        mutants, notes = model_mutants(reference, written, task_mutants(task)[0])
+        self._by_model[digest] = (mutants, ([f"the model wrote no mutants: {error}"] if error else []) + notes)
 
     def count_trials(self, task_dir: Path) -> int:
         if not Path(task_dir, "task.toml").exists():
@@ -95,16 +147,24 @@ class MutationVerifier:
         if not Path(task_dir, "task.toml").exists():
             return []  # a placeholder dir (the CLI counts trials with Path('.')): nothing to plan
         mutants, _ = self.plan(task_dir, fresh=True)
+        key_dir = Path(task_dir).resolve()
+        self._keys[key_dir], self._reused[key_dir] = {}, {}
         if not mutants:
             return []
-        task = load_task(Path(task_dir).resolve())
+        task = load_task(key_dir)
         root = Path(trials_dir) / MUTANTS_DIR / task.content_hash()[:12]
+        parent = self._inherited.get(key_dir, frozenset())
         specs = []
         for m in mutants:
+            variant = task.model_copy(deep=True)
+            variant.write(SOLVE, m.script, executable=True)
+            keys = [task_key(variant, env)] + ([env_key(env, m.step_key)] if m.step_key else [])
+            self._keys[key_dir][m.id] = keys
+            if hit := next((k for k in keys if k in parent), None):
+                self._reused[key_dir][m.id] = hit  # the parent's kill on the same inputs: no container
+                continue
             copy = root / f"{Path(task_dir).name[:40]}__{m.id}"  # the name trial progress shows
             if not (copy / SOLVE).is_file() or (copy / SOLVE).read_text(encoding="utf-8") != m.script:
-                variant = task.model_copy(deep=True)
-                variant.write(SOLVE, m.script, executable=True)
                 save(variant, copy, overwrite=True)
             trial = f"{Path(task_dir).name[:32]}__mut-{m.id}__{uuid.uuid4().hex[:6]}"
             specs.append(TrialSpec(task_dir=copy, agent="oracle", env=env, trials_dir=trials_dir, trial_name=trial))
@@ -116,12 +176,39 @@ class MutationVerifier:
 
     def judge_task(self, task_dir: Path, runs: list[TrialOutcome]) -> VerifierReport:
         mutants, source = self.plan(task_dir)
-        report = self._judge(mutants, source, runs)
-        total = self._counts.get(Path(task_dir).resolve(), len(mutants))
+        key_dir = Path(task_dir).resolve()
+        reused = self._reused.get(key_dir, {})
+        ran = [m for m in mutants if m.id not in reused]
+        report = self._judge(ran, source, runs)
+        total = self._counts.get(key_dir, len(mutants))
         report.metrics["mutants"] = total
         if len(mutants) < total:
             report.notes.append(f"{len(mutants)} of {total} mutants run (--mutation sample:{self.sample})")
+        report.notes += self._by_model.get(self._hashes.get(key_dir, ""), ([], []))[1]
+        if reused:
+            m = report.metrics
+            m["killed"] += len(reused)
+            m["score"] = mutation_score(m["killed"], m["survived"])
+            report.notes.append(f"{len(reused)} of {len(mutants)} mutants reused from the parent: killed there on "
+                                "byte-identical inputs, not run again")
+        report.metrics["reused"] = len(reused)
+        report.metrics["killed_keys"] = sorted(set(reused.values()) | self._kill_keys(key_dir, ran, runs))
         return report
+
+    def _kill_keys(self, key_dir: Path, ran: list[Mutant], runs: list[TrialOutcome]) -> set[str]:
+        """The keys the killed runs certify: the task key always; the step key only when the trial failed one of the
+        step's own checks (a kill by a later step's check says nothing about this step's inputs alone)."""
+        by_id, keys = {m.id: m for m in ran}, self._keys.get(key_dir, {})
+        out: set[str] = set()
+        for i, o in enumerate(runs):
+            mid = _mutant_id(o) or (ran[i].id if i < len(ran) else None)
+            m = by_id.get(mid) if mid is not None else None
+            if m is None or mid not in keys or mutant_result(o)[0] != "killed":
+                continue
+            out.add(keys[mid][0])
+            if len(keys[mid]) > 1 and step_failed(m.step_checks, read_trial_logs(o.trial_dir).test_stdout):
+                out.add(keys[mid][1])
+        return out
 
     def _judge(self, mutants: list[Mutant], source: str, runs: list[TrialOutcome]) -> VerifierReport:
         by_id = {m.id: m for m in mutants}
@@ -162,7 +249,7 @@ def _mutant_id(o: TrialOutcome) -> str | None:
 def _survivor(mid: str, m: Mutant | None, label: str, o: TrialOutcome, where: str) -> str:
     """A surviving mutant, in the words the Modifier needs: which near miss, what it changed, what the tests said."""
     fix = ("strengthen the tests of that step, or draw its fixtures so that this mistake changes the checked output"
-           if m is not None and m.kind == "wrong" else
+           if m is not None and m.kind in ("wrong", "model") else
            "the tests must check what that step produces" if m is not None and m.kind == "skip" else
            "the tests must check what the rest of solve.sh does")
     text = f"{mid}: survived: {label} scored {o.reward}, not 0: the tests cannot tell it from the solution; {fix}{where}"

@@ -10,7 +10,7 @@ from pathlib import Path
 from envevo.errors import TaskError
 from envevo.runtime import TrialOutcome, TrialSpec
 from envevo.task import Task, dir_hash, host_env_needs
-from envevo.verify._mutation import MutationVerifier, parse_mutation
+from envevo.verify._mutation import MutantWriter, MutationVerifier, parse_mutation
 from envevo.verify._redteam import RedTeamVerifier, parse_red_team
 from envevo.verify._rubric import TaskVerifier
 from envevo.verify._unbuilt import collapse_unbuilt
@@ -19,18 +19,19 @@ from envevo.verify._verifiers import InvalidTestVerifier, OracleVerifier, TaskAt
 
 
 def default_verifiers(repeats: int = 2, red_team: str = "off", mutation: str = "off", *, model: object | None = None,
-                      learn_rubric: Path | None = None) -> list[TrialVerifier]:
+                      learn_rubric: Path | None = None, mutant_writer: MutantWriter | None = None) -> list[TrialVerifier]:
     """The container verifiers of a candidate: oracle and invalid-test, plus the red team when `red_team` is
     `on` (every exploit) or `sample:N` (a deterministic sample of N exploits per candidate), and the mutation
     verifier likewise by `mutation` (every near-miss solution, or a sample of N). `model` and `learn_rubric` go to
-    the red team's agent exploits (see `RedTeamVerifier`)."""
+    the red team's agent exploits (see `RedTeamVerifier`); `mutant_writer` adds model-written near misses to the
+    mutation verifier's."""
     on, sample = parse_red_team(red_team)
     verifiers: list[TrialVerifier] = [OracleVerifier(repeats=repeats), InvalidTestVerifier()]
     if on:
         verifiers.append(RedTeamVerifier(sample=sample, model=model, learn_rubric=learn_rubric))
     on, sample = parse_mutation(mutation)
     if on:
-        verifiers.append(MutationVerifier(sample=sample))
+        verifiers.append(MutationVerifier(sample=sample, writer=mutant_writer))
     return verifiers
 
 
@@ -73,6 +74,9 @@ async def verify_tasks(
     before = {task_dir: dir_hash(task_dir) for _, task_dir in tasks}
     # Named before any trial: a task this host cannot run gets no trials and an inconclusive verdict.
     unmet = {i: u for i, (_, task_dir) in enumerate(tasks) if (u := unmet_on_host(task_dir)) is not None}
+    # Model-written mutants are asked for first: their trials are planned with the others.
+    await asyncio.gather(*(v.prepare(task_dir) for i, (_, task_dir) in enumerate(tasks) if i not in unmet
+                           for v in verifiers if isinstance(v, MutationVerifier)))
     plan: list[tuple[int, str, TrialSpec]] = []  # (task index, verifier name, spec)
     for i, (name, task_dir) in enumerate(tasks):
         if i in unmet:

@@ -79,15 +79,29 @@ def test_concurrency_means_trials_wherever_it_is_shown() -> None:
 
 
 def test_evolve_concurrency_still_works_with_one_warning(tmp_path) -> None:
-    result = CliRunner().invoke(app, ["evolve", str(tmp_path), "--out", str(tmp_path / "run"), "--concurrency", "2",
+    result = CliRunner().invoke(app, ["evolve", str(tmp_path), "--run", str(tmp_path / "run"), "--concurrency", "2",
                                       "--red-team", "bogus"])
     warnings = [line for line in result.stderr.splitlines() if "deprecated" in line]
-    assert len(warnings) == 1 and "--lineages" in warnings[0]
+    assert len(warnings) == 1 and "--lineages" in warnings[0] and "removed in envevo 0.3" in warnings[0]
     assert result.exit_code == 2  # the bad --red-team then ends it in one line, before any work
 
 
-def test_schedule_pool_keeps_the_old_lineages_flag() -> None:
-    result = CliRunner().invoke(app, ["schedule", "simulate", "--lineages", "/nonexistent/run", "--steps", "1"])
-    assert "deprecated" in result.stderr and "--pool" in result.stderr
-    assert "neither 'synthetic' nor a run directory" in result.stderr
-    assert result.exit_code == 2
+def test_every_command_that_runs_trials_has_the_same_defaults() -> None:
+    """A task audited, verified, selected as a seed, evolved or rolled out meets the same checks, load and
+    scale-out: one default per option, wherever it is shown (evolve names its trials --trial-concurrency, as its
+    old --concurrency meant lineages until envevo 0.3)."""
+    shared = ("--env", "--repeats", "--red-team", "--mutation", "--concurrency", "--trial-concurrency", "--executor",
+              "--ray-address", "--max-sandboxes", "--start-rate")
+    commands = [("verify",), ("audit",), ("evolve",), ("rollout",), ("seeds", "select")]
+    defaults: dict[str, set[object]] = {}
+    for path in commands:
+        params = _params(*path)
+        assert {"--env", "--executor", "--ray-address", "--max-sandboxes", "--start-rate"} <= set(params), path
+        for flag in shared:
+            if flag in params and not params[flag].hidden:
+                key = "--concurrency" if flag == "--trial-concurrency" else flag
+                defaults.setdefault(key, set()).add(params[flag].default)
+    d = EvolveConfig()
+    assert defaults == {"--env": {d.env}, "--repeats": {d.repeats}, "--red-team": {d.red_team},
+                        "--mutation": {d.mutation}, "--concurrency": {d.trial_concurrency}, "--executor": {"asyncio"},
+                        "--ray-address": {None}, "--max-sandboxes": {None}, "--start-rate": {None}}

@@ -146,4 +146,30 @@ def test_an_estimator_that_meters_no_tokens_shows_its_calls_with_tokens_unknown(
     rec = SimpleNamespace(role="estimator", model="ref", input_tokens=20, output_tokens=2, cost_usd=None)
     metered = SimpleNamespace(requests=3, model="ref", meter=SimpleNamespace(records=[rec, rec]))
     assert model_usage([], metered) == [{"role": "estimator", "model": "ref", "calls": 2, "input_tokens": 40,
-                                        "output_tokens": 4, "cost_usd": None}]
+                                        "output_tokens": 4, "cost_usd": None, "estimated_calls": 0}]
+
+
+def test_a_failed_extraction_still_shows_the_tokens_it_spent() -> None:
+    """The model answered, unusably, every time: the command fails with one line, and the usage of those calls is
+    shown all the same, in --json (on stdout, beside the error) and as a table (issue 25)."""
+    import os
+
+    from tests.conftest import run_cli
+    from tests.fakes import log_forensics as lf
+    from tests.fakes.openai_server import FakeOpenAI, Script, text
+
+    env = {**os.environ, "OPENAI_API_KEY": "sk-fake"}
+    unusable = [text("I cannot tell what this task is about.") for _ in range(20)]  # more than it asks
+    with FakeOpenAI(Script(**{"proposer-extract": unusable[:10]})) as server:
+        as_json = run_cli("difficulty", str(lf.SEED), "--extract-model", "fake-model", "--base-url", server.url,
+                          "--json", env=env)
+        calls = len(server.requests)
+    with FakeOpenAI(Script(**{"proposer-extract": unusable[10:]})) as server:
+        as_table = run_cli("difficulty", str(lf.SEED), "--extract-model", "fake-model", "--base-url", server.url,
+                           env=env)
+    assert as_json.returncode == 2 and "Traceback" not in as_json.stderr and "no usable" in as_json.stderr
+    data = json.loads(as_json.stdout)
+    (used,) = data["usage"]
+    assert data["kind"] == "error" and "no usable" in data["error"]
+    assert used["calls"] == calls and used["input_tokens"] > 0 and used["output_tokens"] > 0
+    assert as_table.returncode == 2 and "LLM usage" in as_table.stderr and str(used["input_tokens"]) in as_table.stderr

@@ -36,7 +36,7 @@ def test_a_second_evolve_on_a_held_run_refuses_naming_the_holder(tmp_path):
     try:
         # --env daytona: refused before any sandbox is needed, so this runs without an engine.
         for extra in ([], ["--resume"]):
-            second = run_cli("evolve", str(seed), "--out", str(run), "--env", "daytona", *extra, timeout=120)
+            second = run_cli("evolve", str(seed), "--run", str(run), "--env", "daytona", *extra, timeout=120)
             assert second.returncode == 2, second.stderr
             assert "Traceback" not in second.stderr
             lines = second.stderr.strip().splitlines()
@@ -62,7 +62,7 @@ def test_the_lock_is_held_per_store_and_released_on_close(tmp_path):
 def test_evolving_a_real_task_offline_names_the_way_on(tmp_path):
     # A user's own Harbor task under the default (procedural) engine: one line that names the model path.
     real = ROOT / "tests" / "fixtures" / "realistic" / "python-slim"
-    result = run_cli("evolve", str(real), "--out", str(tmp_path / "run"), "--env", "daytona", timeout=120)
+    result = run_cli("evolve", str(real), "--run", str(tmp_path / "run"), "--env", "daytona", timeout=120)
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr

@@ -38,7 +38,7 @@ def _evolve(tmp_path: Path, *extra: str):
     app = typer.Typer()
     app.command()(evolve)
     seeds = [str(write_task(random_chain(None, 3, n), tmp_path / f"seed-{n}", overwrite=True)) for n in (7, 8)]
-    return runner.invoke(app, [*seeds, "--out", str(tmp_path / "run"), "--generations", "1", "--max-drift", "off",
+    return runner.invoke(app, [*seeds, "--run", str(tmp_path / "run"), "--generations", "1", "--max-drift", "off",
                                "--json", *extra])
 
 
@@ -64,3 +64,23 @@ def test_a_resume_keeps_a_refused_seed_and_says_so_until_retry_skipped_reopens_i
 def test_retry_skipped_needs_resume(tmp_path, gate):
     res = _evolve(tmp_path, "--retry-skipped")
     assert res.exit_code == 2 and "add --resume" in res.stderr
+
+
+def test_a_resume_applies_a_verifier_setting_given_again_and_says_so(tmp_path, gate):
+    """A resume keeps the stored --red-team and --mutation unless the command line names them; a different value
+    given applies from the resume on, with one line naming the stored one (issue 25)."""
+    from envevo.store import LineageStore
+
+    def stored() -> dict:
+        with LineageStore.open(tmp_path / "run", create=False) as store:
+            return store.run_config() or {}
+
+    _statuses(_evolve(tmp_path, "--red-team", "off", "--mutation", "off"))
+    res = _evolve(tmp_path, "--resume", "--generations", "2")
+    _statuses(res)
+    assert (stored()["red_team"], stored()["mutation"]) == ("off", "off") and "from this resume on" not in res.stderr
+    res = _evolve(tmp_path, "--resume", "--generations", "3", "--red-team", "sample:2", "--mutation", "off")
+    _statuses(res)
+    assert "--red-team sample:2 from this resume on (the run stored off" in res.stderr
+    assert "--mutation" not in res.stderr  # given, but the same as stored
+    assert (stored()["red_team"], stored()["mutation"]) == ("sample:2", "off")

@@ -24,7 +24,7 @@ def test_a_dead_endpoint_is_one_line_before_any_work(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
-    r = run_cli("evolve", str(lf.SEED), "--out", str(tmp_path / "run"), "--engine", "llm", "--model", "m", "--base-url", dead)
+    r = run_cli("evolve", str(lf.SEED), "--run", str(tmp_path / "run"), "--engine", "llm", "--model", "m", "--base-url", dead)
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [f"error: cannot reach {dead} (model openai:m); start the server or fix "
                                              "--base-url (APIConnectionError)"]
@@ -33,12 +33,12 @@ def test_a_dead_endpoint_is_one_line_before_any_work(tmp_path):
 
 def test_a_missing_key_is_one_line(tmp_path):
     env = {k: v for k, v in __import__("os").environ.items() if k != "OPENAI_API_KEY"}
-    r = run_cli("evolve", str(lf.SEED), "--out", str(tmp_path / "run"), "--engine", "llm", "--model", "openai:gpt-4.1", env=env)
+    r = run_cli("evolve", str(lf.SEED), "--run", str(tmp_path / "run"), "--engine", "llm", "--model", "openai:gpt-4.1", env=env)
     assert r.returncode == 2 and "export OPENAI_API_KEY" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_no_model_is_one_line(tmp_path):
-    r = run_cli("evolve", str(lf.SEED), "--out", str(tmp_path / "run"), "--engine", "llm")
+    r = run_cli("evolve", str(lf.SEED), "--run", str(tmp_path / "run"), "--engine", "llm")
     assert r.returncode == 2 and "no model for the proposer: pass --model" in r.stderr
 
 
@@ -66,16 +66,16 @@ def test_evolve_with_the_llm_engine_end_to_end(sandbox, tmp_path):
     script = lf.openai_script()
     run = tmp_path / "run"
     with FakeOpenAI(script) as server:
-        r = run_cli("evolve", str(lf.SEED), "--out", str(run), "--engine", "llm", "--model", "fake-model",
+        r = run_cli("evolve", str(lf.SEED), "--run", str(run), "--engine", "llm", "--model", "fake-model",
                     "--base-url", server.url, "--generations", "1", "--seed", "2", "--repeats", "1", "--json")
     assert r.returncode == 0, r.stderr[-3000:]
     (lineage,) = json.loads(r.stdout)["lineages"]
     assert (lineage["status"], lineage["generations"], lineage["L"]) == ("done", 1, [3, 4])
     shown = json.loads(run_cli("lineage", "show", str(run), "--json").stdout)["lineages"][0]
-    assert {u["role"] for u in shown["usage"]} == {"proposer", "reviewer", "modifier", "judge"}
-    # The red team's hacker ran on the run's model and was metered with the run (outside the lineage's generations:
-    # it runs inside a verification).
+    assert {u["role"] for u in shown["usage"]} == {"proposer", "reviewer", "modifier", "judge", "hacker"}
+    # The red team's hacker ran on the run's model: on the seed before its lineage existed (metered with the run,
+    # outside lineages), and on the candidate, billed to the generation that made it (inside the lineage's budget).
     hacker = [u for u in json.loads(run_cli("lineage", "show", str(run), "--json").stdout)["usage_outside_lineages"]
               if u["role"] == "hacker"]
     assert hacker and hacker[0]["input_tokens"] > 0, shown
-    assert set(shown["generations"][1]["usage"]) == {"proposer", "reviewer", "modifier", "judge"}
+    assert set(shown["generations"][1]["usage"]) == {"proposer", "reviewer", "modifier", "judge", "hacker"}

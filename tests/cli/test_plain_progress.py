@@ -119,7 +119,7 @@ def _evolve_two_seeds(tmp_path: Path, monkeypatch):
     a = write_task(random_chain(None, 3, 7), tmp_path / "seed-a")
     b = write_task(random_chain(None, 3, 8), tmp_path / "seed-b")
     _fake_evolve(monkeypatch, skipped="seed-b")
-    res = runner.invoke(_app(evolve), [str(a), str(b), "--out", str(tmp_path / "run"), "--generations", "1"])
+    res = runner.invoke(_app(evolve), [str(a), str(b), "--run", str(tmp_path / "run"), "--generations", "1"])
     assert res.exit_code == 0, res.output
     return res
 
@@ -140,7 +140,7 @@ def test_the_run_summary_gives_a_skipped_seed_no_L(tmp_path: Path, monkeypatch, 
 def test_ctrl_c_of_evolve_says_to_resume(tmp_path: Path, monkeypatch, every_change, no_signal_changes) -> None:
     seed = write_task(random_chain(None, 3, 7), tmp_path / "seed")
     _fake_evolve(monkeypatch, interrupt=True)
-    res = runner.invoke(_app(evolve), [str(seed), "--out", str(tmp_path / "run")])
+    res = runner.invoke(_app(evolve), [str(seed), "--run", str(tmp_path / "run")])
     assert res.exit_code == 130
     assert "--resume" in res.stderr.splitlines()[-1]
 

@@ -9,7 +9,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from envevo.cli.lineage_cmd import export, lineage_app
+from envevo.cli.export_cmd import export
+from envevo.cli.lineage_cmd import lineage_app
 from envevo.store import LineageStore
 from envevo.task import load_task
 from tests.store.test_store_support import difficulty_of, tiny_task, trace_of

@@ -56,8 +56,21 @@ def _refused(args: list[str]) -> list[str]:
 
 def test_the_cli_refuses_targeting_an_engine_without_the_capability(tmp_path: Path, plain_engine: None) -> None:
     seed = write_task(random_chain(None, 3, 7), tmp_path / "seed")
-    args = [str(seed), "--out", str(tmp_path / "r"), "--target-weakness", str(tmp_path)]
+    args = [str(seed), "--run", str(tmp_path / "r"), "--target-weakness", str(tmp_path)]
     assert _refused([*args, "--engine", "plain"]) == [REFUSAL]
     # The LLM engine too: refused before its preflight asks the (unreachable) endpoint anything.
     assert _refused([*args, "--engine", "llm", "--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1"]) == [REFUSAL]
     assert not (tmp_path / "r").exists()
+
+
+def test_an_engine_gets_its_capabilities_from_the_protocol_and_the_loop_asks_them() -> None:
+    from envevo.evolve import EvolveConfig, run_verifiers
+    from envevo.verify import RedTeamVerifier
+    from tests.evolve.test_evolve_loop import ScriptedEngine
+
+    class Unmetered(ScriptedEngine):  # a `runtime` attribute without USES_LLM: not a model engine, so not used
+        runtime = object()
+
+    assert ScriptedEngine.capabilities == frozenset() and not uses_models(Unmetered())
+    (red,) = [v for v in run_verifiers(Unmetered(), EvolveConfig(red_team="on")) if isinstance(v, RedTeamVerifier)]
+    assert red._agent_options == {}

@@ -6,7 +6,18 @@ import json
 
 import pytest
 
-from envevo.evolve import EvolveConfig, GenerationContext, Proposal, Review, direction_order, evolve, start_lineages
+from envevo.evolve import (
+    Capability,
+    Engine,
+    EvolveConfig,
+    GenerationContext,
+    Proposal,
+    Review,
+    Stage,
+    direction_order,
+    evolve,
+    start_lineages,
+)
 from envevo.store import LineageStore
 from envevo.task import load_task
 from envevo.trace import Direction, Effort, Step, Trace
@@ -28,8 +39,9 @@ def trace_of(task) -> Trace:
     return Trace(**task.envevo_metadata["trace"])
 
 
-class ScriptedEngine:
-    """Length edits only; `bad_first` makes the first proposal of each direction break the effort bound."""
+class ScriptedEngine(Engine):
+    """Length edits only; `bad_first` makes the first proposal of each direction break the effort bound. Its
+    capabilities come from the Engine protocol: none."""
 
     name = "scripted"
 
@@ -411,6 +423,7 @@ def test_the_red_teams_hacker_runs_on_the_engines_model_and_learns_only_where_to
     from envevo.verify.exploits import make_exploit
 
     class WithModel(ScriptedEngine):
+        capabilities = frozenset({Capability.USES_LLM})  # the contract says it has a model runtime
         runtime = object()  # stands for the run's LLMRuntime: handed through as is
 
     cfg = EvolveConfig(red_team="on")
@@ -421,3 +434,17 @@ def test_the_red_teams_hacker_runs_on_the_engines_model_and_learns_only_where_to
     hacker = make_exploit("llm_hacker", runtime=WithModel.runtime, learn_rubric=tmp_path / "learned.toml")
     assert hacker._given_runtime is WithModel.runtime and hacker.learn_rubric == tmp_path / "learned.toml"
     assert not [v for v in run_verifiers(ScriptedEngine(), EvolveConfig(red_team="off")) if isinstance(v, RedTeamVerifier)]
+
+
+def test_event_stages_are_an_enum_that_prints_and_compares_as_the_old_strings(tmp_path):
+    events = []
+    store = LineageStore.open(tmp_path / "run")
+    seed = seed_task()
+    lid = store.create_lineage("hello", seed, trace=trace_of(seed))
+    asyncio.run(evolve(store, [lid], ScriptedEngine(), EvolveConfig(generations=1, max_drift=None), checks=[Gate()],
+                       verifiers=[], on_event=events.append))
+    assert all(isinstance(e.stage, Stage) for e in events)
+    assert [e.stage for e in events][:2] == ["generation", "direction"]  # str enums: logs and old callers unchanged
+    assert f"{events[0].stage}" == "generation" and Stage("kept") is Stage.KEPT
+    with pytest.raises(ValueError):
+        type(events[0])(lid, 0, "no-such-stage")

@@ -29,7 +29,7 @@ def test_kill_9_mid_run_then_resume_then_export_verifies(sandbox, tmp_path):
     seed, run = tmp_path / "seed", tmp_path / "run"
     made = run_cli("seed", "procedural", str(seed), "--length", "2", "--seed", "3", "--json")
     assert made.returncode == 0, made.stderr
-    args = ["evolve", str(seed), "--out", str(run), "--generations", "3", "--repeats", "1"]
+    args = ["evolve", str(seed), "--run", str(run), "--generations", "3", "--repeats", "1"]
     proc = subprocess.Popen([*ENVEVO, *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 600
     while _committed(run) < 1:

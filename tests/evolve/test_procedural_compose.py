@@ -10,6 +10,7 @@ import pytest
 from envevo.catalog import (
     CatalogPrior,
     Chain,
+    ChainProblemKind,
     ChainStep,
     block_snippets,
     build_blocks,
@@ -99,11 +100,18 @@ def test_each_step_exposes_an_oracle_and_a_wrong_variant():
 
 
 def test_chain_problems_catch_ill_typed_chains():
-    assert chain_problems(_chain(("csv_export", "regex_filter"), ("passwd_file", "sed_edit"))) == []
-    assert chain_problems(_chain(("csv_export", "git_log")))  # skill does not apply there
-    assert chain_problems(_chain(("passwd_file", "sed_edit")))  # sed needs names to edit: cannot start a chain
-    assert chain_problems(_chain(("csv_export", "wc_count"), ("passwd_file", "regex_filter")))  # a number feeds nothing
-    assert chain_problems(_chain(("csv_export", "regex_filter"), ("csv_export", "awk_aggregate")))  # same place twice
+    def kinds(*pairs):
+        return [p.kind for p in chain_problems(_chain(*pairs))]
+
+    assert kinds(("csv_export", "regex_filter"), ("passwd_file", "sed_edit")) == []
+    assert kinds(("csv_export", "git_log")) == [ChainProblemKind.INCOMPATIBLE]  # skill does not apply there
+    # sed needs names to edit: cannot start a chain
+    assert kinds(("passwd_file", "sed_edit")) == [ChainProblemKind.ILL_TYPED]
+    # a number feeds nothing
+    assert kinds(("csv_export", "wc_count"), ("passwd_file", "regex_filter")) == [ChainProblemKind.ILL_TYPED]
+    assert kinds(("csv_export", "regex_filter"), ("csv_export", "awk_aggregate")) == [ChainProblemKind.SCENARIO_TWICE]
+    (problem,) = chain_problems(_chain(("csv_export", "git_log")))
+    assert str(problem) == "step 1: skill git_log does not apply to scenario csv_export"  # the words users see
     with pytest.raises(TaskError):
         compose(_chain(("csv_export", "git_log")))
 

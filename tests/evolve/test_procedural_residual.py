@@ -7,9 +7,9 @@ import pytest
 
 from envevo.catalog import Chain, ChainStep, build_blocks, chain_from_task, random_chain
 from envevo.evolve.engines.procedural import compose, mutate, write_task
-from envevo.evolve.engines.procedural._compose import fixture_path
 from envevo.evolve.engines.procedural._operators import apply_pairs
 from envevo.evolve.engines.procedural._residual import EDITED, KEPT, NEW, RECOMPUTED, REGENERATED, REMOVED, residual
+from envevo.evolve.engines.procedural._task_from_chain import fixture_path
 from envevo.task import diff_tasks
 from envevo.verify import InvalidTestVerifier, OracleVerifier, verify_tasks
 

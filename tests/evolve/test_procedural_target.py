@@ -49,9 +49,9 @@ def test_weakness_sums_its_two_factors():
 
 def test_the_cli_refuses_targeting_without_a_run_or_with_another_engine(tmp_path):
     runner = CliRunner()
-    res = runner.invoke(app, ["evolve", str(tmp_path), "--out", str(tmp_path / "r"), "--agent", "sim-weak"])
+    res = runner.invoke(app, ["evolve", str(tmp_path), "--run", str(tmp_path / "r"), "--by-agent", "sim-weak"])
     assert res.exit_code == 2 and "--target-weakness RUN" in res.output
-    res = runner.invoke(app, ["evolve", str(tmp_path), "--out", str(tmp_path / "r"), "--target-weakness",
+    res = runner.invoke(app, ["evolve", str(tmp_path), "--run", str(tmp_path / "r"), "--target-weakness",
                               str(tmp_path)])
     assert res.exit_code == 2 and "not a run" in res.output and "Traceback" not in res.output
 

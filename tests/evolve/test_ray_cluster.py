@@ -149,7 +149,7 @@ def test_ctrl_c_on_the_driver_cancels_remote_work_and_leaves_no_sandbox(sandbox,
     c, _ = cluster
     seed, run_dir = tmp_path / "seed", tmp_path / "run"
     assert run_cli("seed", "procedural", str(seed), "--length", "2", "--seed", "4").returncode == 0
-    proc = subprocess.Popen([*ENVEVO, "evolve", str(seed), "--out", str(run_dir), "--generations", "2", "--repeats",
+    proc = subprocess.Popen([*ENVEVO, "evolve", str(seed), "--run", str(run_dir), "--generations", "2", "--repeats",
                              "1", "--red-team", "off", "--executor", "ray", "--ray-address", c.address], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 600

@@ -13,7 +13,7 @@ import pytest
 from envevo.evolve import EvolveConfig
 from envevo.evolve._engine import Proposal, Review
 from envevo.evolve._loop import GenerationWork
-from envevo.evolve._remote import AddPlan, BufferRecorder, Recorder, Ref, StoreRecorder, replay
+from envevo.evolve._recorder import AddPlan, BufferRecorder, Recorder, Ref, StoreRecorder, replay
 from envevo.runtime import TrialOutcome
 from envevo.store import LineageStore, StoreError, VersionCommit
 from envevo.verify import VerifierReport

@@ -7,7 +7,8 @@ So the label " csv file" after any prefix scores exactly −1.0 and " kerberos k
 
 `echo=False` makes /completions answer 400 like a chat-only endpoint; `zero_max_tokens=False` rejects
 `max_tokens: 0` like servers that need at least one generated token; `judgement` is the reply of the chat route;
-`fail_status` (e.g. 503) makes every route fail with that status and `retry-after: 0` (`FakeServer.fail`).
+`fail_status` (e.g. 503) makes every route fail with that status and `retry-after: 0` (`FakeServer.fail`);
+`usage=True` counts tokens in each answer's `usage`, as real servers do (the toy's tokens; 3 per judgement).
 """
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ class FakeCompletions(FakeServer):
     url_path = "/v1"
 
     def __init__(self, *, echo: bool = True, zero_max_tokens: bool = True, judgement: str = '{"p": 0.25}',
-                 common: set[str] | None = None, fail_status: int | None = None):
+                 common: set[str] | None = None, fail_status: int | None = None, usage: bool = False):
         super().__init__()
-        self.echo, self.zero_max_tokens, self.judgement = echo, zero_max_tokens, judgement
+        self.echo, self.zero_max_tokens, self.judgement, self.usage = echo, zero_max_tokens, judgement, usage
         self.common = COMMON if common is None else common
         if fail_status:
             self.fail(fail_status, retry_after=0, message="overloaded")
@@ -49,8 +50,11 @@ class FakeCompletions(FakeServer):
         route = path.rstrip("/")
         if route.endswith("/chat/completions"):
             msg = {"role": "assistant", "content": self.judgement}
+            counted = {"prompt_tokens": sum(len(_TOKEN.findall(m["content"])) for m in request["messages"]),
+                       "completion_tokens": 3}
             return Reply(body={"id": "chat-1", "object": "chat.completion", "model": request.get("model"),
-                               "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}]})
+                               "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}],
+                               **({"usage": counted} if self.usage else {})})
         if not route.endswith("/completions"):
             return self.error(404, f"no route {path}")
         if not self.echo:
@@ -66,8 +70,10 @@ class FakeCompletions(FakeServer):
             lp["text_offset"].append(len(prompt))
             lp["top_logprobs"].append({" ok": -0.1})
             text += " ok"
+        counted = {"prompt_tokens": len(_TOKEN.findall(prompt)), "completion_tokens": int(request.get("max_tokens") or 0)}
         return Reply(body={"id": "cmpl-1", "object": "text_completion", "model": request.get("model"),
-                           "choices": [{"index": 0, "text": text, "logprobs": lp, "finish_reason": "length"}]})
+                           "choices": [{"index": 0, "text": text, "logprobs": lp, "finish_reason": "length"}],
+                           **({"usage": counted} if self.usage else {})})
 
     @property
     def requests(self) -> list[tuple[str, dict]]:  # type: ignore[override]

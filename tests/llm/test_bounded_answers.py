@@ -108,6 +108,47 @@ def test_a_stream_that_never_stops_is_cut_by_the_answer_cap():
     assert 5 < chunks < 200
 
 
+def test_an_abandoned_answer_is_metered_and_counts_against_the_lineage_budget(tmp_path: Path):
+    """Its tokens were spent: a stream cut mid-answer is metered from what arrived (here the model's running usage),
+    a request cut before anything arrived is estimated from the prompt and flagged; both reach the lineage's cap and
+    the store (issue 25)."""
+    from pydantic_ai import Agent
+
+    from envevo.llm import BudgetExceeded, attach_store
+    from envevo.store import LineageStore
+    from envevo.task import load_task
+    from tests.fakes import log_forensics as lf
+
+    async def endless(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[DeltaToolCalls]:
+        yield {0: DeltaToolCall(name=info.output_tools[0].name, json_args='{"ok": ')}
+        while True:
+            yield {0: DeltaToolCall(json_args=" ")}
+            await asyncio.sleep(0.01)
+
+    async def silent(messages: list[ModelMessage], info: AgentInfo):
+        await asyncio.sleep(5)
+
+    store = LineageStore.open(tmp_path / "run")
+    lid = store.create_lineage("log-forensics", load_task(lf.SEED))
+    meter = Meter(max_tokens=150)  # under it after the first answer, over it after the second
+    attach_store(meter, store)
+    spec = ModelSpec(provider="openai", name="m")
+    for model, stream in ((FunctionModel(stream_function=endless), True), (FunctionModel(silent), False)):
+        guarded = GuardedModel(model, spec, meter, EndpointGates(2), stream=stream, answer_timeout_sec=0.2)
+        with meter.scope("judge", lid, 1), pytest.raises(AnswerTimedOut):
+            asyncio.run(Agent(guarded, output_type=Answer, instructions="x" * 400).run("q"))
+    streamed, cut = meter.records
+    assert streamed.output_tokens > 0 and not streamed.estimated and streamed.lineage == lid
+    assert cut.estimated and cut.input_tokens >= 100 and cut.output_tokens == 0  # 400 characters of instructions
+    assert meter.spent(lid).tokens == sum(r.input_tokens + r.output_tokens for r in meter.records)
+    with meter.scope("judge", lid, 1), pytest.raises(BudgetExceeded):
+        meter.check()
+    (total,) = store.usage_totals(lid)
+    assert (total.calls, total.estimated_calls) == (2, 1)
+    assert [u.estimated for u in store.usage(lid)] == [False, True]
+    store.close()
+
+
 # ----------------------------------------------------------------------------------------------- the estimator
 
 

@@ -130,6 +130,18 @@ def test_a_refusing_proposer_yields_an_unchanged_plan_the_loop_rejects_with_the_
     assert check_effort(p.before, p.after, Effort.HIGH) == ["the plan does not change ξ"]
 
 
+def test_the_stored_reasons_name_the_role_once(tmp_path):
+    """Not "no usable plan from the proposer: proposer: …" (issue 25): the sentence already names the role."""
+    refusal = "I'm sorry, but I can't help with that."
+    p = run(LLMEngine(runtime(proposer=scripted(*[refusal] * 4))).propose(
+        seed(), seed_trace(), Direction.SKILL, Effort.HIGH, [], ctx(tmp_path)))
+    assert p.error is not None and p.error.count("proposer") == 1 and p.summary.count("proposer") == 1
+    review = run(LLMEngine(runtime(reviewer=scripted(*[refusal] * 4))).review(
+        seed(), run(LLMEngine(runtime(proposer=scripted(lf.plan(clarified=True)))).propose(
+            seed(), seed_trace(), Direction.LENGTH, Effort.HIGH, [], ctx(tmp_path))), ctx(tmp_path)))
+    assert not review.accepted and review.feedback.count("reviewer") == 1
+
+
 def test_feedback_reaches_the_proposer(tmp_path):
     model = scripted(lf.plan(clarified=True))
     run(LLMEngine(runtime(proposer=model)).propose(seed(), seed_trace(), Direction.LENGTH, Effort.HIGH,

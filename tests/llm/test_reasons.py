@@ -134,7 +134,7 @@ def test_a_text_modifier_request_over_the_context_window_names_the_cap_to_lower(
         raise ModelHTTPError(400, "fake-model", body={"message": message})
 
     reason, _ = _text_modifier(tmp_path, refused)
-    assert reason.startswith("the Modifier did not finish: modifier: ")
+    assert reason.startswith("the Modifier did not finish: status_code: 400") and "modifier: " not in reason
     assert reason.endswith("(lower max_output_tokens under [llm.roles.modifier], or serve a longer context)")
 
 

@@ -192,7 +192,7 @@ def test_envevo_evolve_replay_runs_the_recording_with_the_real_verifiers(tmp_pat
     from tests.conftest import run_cli
 
     out = tmp_path / "run"
-    r = run_cli("evolve", str(SEED), "--out", str(out), "--engine", "llm", "--replay", str(SHIPPED), "--generations",
+    r = run_cli("evolve", str(SEED), "--run", str(out), "--engine", "llm", "--replay", str(SHIPPED), "--generations",
                 "1", "--seed", "3", "--directions", "length", "--plan-budget", "2", "--env-budget", "2",
                 "--red-team", "off", "--json")
     assert r.returncode == 0, r.stderr[-2000:]

@@ -119,7 +119,7 @@ def test_one_llm_generation_ends_honestly_and_its_tokens_match_the_servers(llama
     seed = ROOT / "examples" / "seeds" / "csv-etl"
     run = tmp_path / "run"
     started = time.monotonic()
-    r = _envevo("evolve", str(seed), "--out", str(run), "--engine", "llm", "--model", SERVED, "--base-url",
+    r = _envevo("evolve", str(seed), "--run", str(run), "--engine", "llm", "--model", SERVED, "--base-url",
                 llama + "/v1", "--generations", "1", "--plan-budget", "1", "--env-budget", "1", "--repeats", "1",
                 "--red-team", "off", "--mutation", "off", "--price", f"openai:{SERVED}=0,0", "--json",
                 timeout=3000, cwd=tmp_path)
@@ -139,7 +139,7 @@ def test_one_llm_generation_ends_honestly_and_its_tokens_match_the_servers(llama
     assert served_out > 0 and roles  # the server was reached, and envevo metered it
     assert usage["output_tokens"] == served_out
     # A resumed run finds the lineage finished or resumable, and does not crash.
-    again = _envevo("evolve", str(seed), "--out", str(run), "--engine", "llm", "--model", SERVED, "--base-url",
+    again = _envevo("evolve", str(seed), "--run", str(run), "--engine", "llm", "--model", SERVED, "--base-url",
                     llama + "/v1", "--generations", "1", "--resume", "--red-team", "off", "--mutation", "off",
                     "--price", f"openai:{SERVED}=0,0", timeout=3000, cwd=tmp_path)
     assert "Traceback" not in again.stderr, again.stderr[-3000:]
@@ -421,7 +421,7 @@ def test_a_terminus2_rollout_reaches_the_server_within_its_bounds(llama, sandbox
         r = _envevo("rollout", str(TB_BASE), "--agent", "terminus-2", "--model", SERVED, "--base-url", llama + "/v1",
                     "-k", "1", "--agent-kwarg", "max_turns=1", "--agent-kwarg", f'llm_call_kwargs={{"max_tokens": {cap}}}',
                     "--agent-kwarg", "record_terminal_session=false", "--agent-kwarg", "enable_summarize=false",
-                    "--store", str(run), "--json", timeout=1500, cwd=tmp_path)
+                    "--run", str(run), "--json", timeout=1500, cwd=tmp_path)
     assert "Traceback" not in r.stderr, r.stderr[-3000:]
     if m.requests == 0:
         errors = [p.read_text(errors="replace").strip().splitlines()[-1] for p in run.rglob("exception.txt")]

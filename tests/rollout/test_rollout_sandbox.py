@@ -52,7 +52,7 @@ def test_competence_one_passes_and_zero_fails(sandbox, tmp_path: Path) -> None:
 def test_cli_records_simulated_rollouts_and_resumes(sandbox, tmp_path: Path) -> None:
     path, _ = _task(tmp_path)
     run = tmp_path / "run"
-    args = [str(path), "--agent", "sim-strong", "-k", "2", "--store", str(run), "--concurrency", "2", "--json"]
+    args = [str(path), "--agent", "sim-strong", "-k", "2", "--run", str(run), "--concurrency", "2", "--json"]
     first = _rollout(args)
     assert first.returncode == 0, first.stderr
     [summary] = json.loads(first.stdout)

@@ -32,7 +32,7 @@ MODEL_INFO = {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6, "max_
 
 def _rollout(url: str, store: Path):
     return run_cli("rollout", str(SEED), "--agent", "terminus-2", "--model", MODEL, "--base-url", url, "-k", "1",
-                   "--concurrency", "1", "--store", str(store), "--agent-kwarg", "record_terminal_session=false",
+                   "--concurrency", "1", "--run", str(store), "--agent-kwarg", "record_terminal_session=false",
                    "--agent-kwarg", f"model_info={json.dumps(MODEL_INFO)}", "--json",
                    env={**os.environ, "OPENAI_API_KEY": "sk-fake"}, timeout=900)
 
@@ -94,7 +94,7 @@ def test_agent_config_errors_are_one_line_before_any_sandbox(tmp_path: Path) -> 
         ("--agent", "sim-strong", "--base-url", "http://127.0.0.1:9/v1"): "simulated profile",
     }
     for args, message in cases.items():
-        result = CliRunner().invoke(app, [str(SEED), *args, "-k", "1", "--store", str(tmp_path / "run")],
+        result = CliRunner().invoke(app, [str(SEED), *args, "-k", "1", "--run", str(tmp_path / "run")],
                                     env={"OPENAI_API_KEY": None, "ENVEVO_NO_SUCH_KEY": None, "COLUMNS": "400"})
         assert result.exit_code == 2, (args, result.output)
         lines = result.stderr.strip().splitlines()
@@ -120,3 +120,32 @@ def test_the_endpoint_is_probed_before_any_trial(monkeypatch) -> None:
         assert not server.handler.prompts  # a model list, no chat completion
     with pytest.raises(UserError, match=r"cannot reach http://127\.0\.0\.1:9/v1 \(model openai/fake-model\)"):
         asyncio.run(probe_endpoint(MODEL, {"base_url": "http://127.0.0.1:9/v1"}))
+
+
+def test_a_model_agents_answers_are_capped_by_max_output_tokens(tmp_path: Path, monkeypatch) -> None:
+    """terminus-2 gets the output cap in its llm_call_kwargs (what it forwards to every model call), the default
+    unless --max-output-tokens says otherwise; an --agent-kwarg that sets it wins; Harbor accepts it (issue 25)."""
+    from envevo.cli.rollout_cmd import DEFAULT_OUTPUT_CAP
+    from envevo.runtime import TrialSpec, check_agent, with_output_cap
+
+    seen: list[dict] = []
+
+    async def fake_run(tasks, agent, model, k, **kw):
+        seen.append(kw["agent_kwargs"])
+        return []
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake")
+    monkeypatch.setattr("envevo.rollout.rollout", fake_run)
+    monkeypatch.setattr("envevo.cli.rollout_cmd.preflight", lambda env: None)
+    app = typer.Typer()
+    app.command()(rollout)
+    base = [str(SEED), "--agent", "terminus-2", "--model", MODEL, "--base-url", "http://127.0.0.1:9/v1",
+            "--run", str(tmp_path / "run"), "--json"]
+    for extra in ([], ["--max-output-tokens", "900"], ["--agent-kwarg", 'llm_call_kwargs={"max_tokens": 50}']):
+        CliRunner().invoke(app, [*base, *extra])
+    assert [kw["llm_call_kwargs"]["max_tokens"] for kw in seen] == [DEFAULT_OUTPUT_CAP, 900, 50]
+    kwargs = with_output_cap("terminus-2", {"llm_call_kwargs": {"extra_body": {"x": 1}}}, 700)
+    assert kwargs == {"llm_call_kwargs": {"extra_body": {"x": 1}, "max_tokens": 700}}
+    check_agent(TrialSpec(task_dir=SEED, agent="terminus-2", model=MODEL, trials_dir=tmp_path, agent_kwargs=kwargs))
+    assert with_output_cap("mini-swe-agent", {}, 700) == {"max_tokens": 700}
+    assert with_output_cap("oracle", {"a": 1}, 700) == {"a": 1}  # no model, nothing to cap

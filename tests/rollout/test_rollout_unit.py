@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from envevo.catalog import CatalogPrior, build_blocks, random_chain
-from envevo.cli.rollout_cmd import parse_fraction, rollout_reasons, select
+from envevo.cli.seeds_cmd import parse_fraction, rollout_reasons, select
 from envevo.errors import UserError
 from envevo.evolve.engines.procedural import write_task
 from envevo.rollout import PROFILES, agent_label, dir_targets, pass_at_k, pending, play, step_probability, summarize
-from envevo.store import LineageStore
+from envevo.store import LineageStore, NewRollout
 
 
 def test_pass_at_k_known_values() -> None:
@@ -140,10 +140,11 @@ def _seed_store(tmp_path: Path):
     store = LineageStore.open(tmp_path / "run", durable=False)
     # t1: hard and long; t2: easy. Rollout 3 of t1 hit infrastructure and must be re-run on resume.
     for i in range(4):
-        store.add_rollout(targets[0].task_hash, "sim-strong", i, model="simulation", reward=float(i == 0), turns=40,
-                          error_kind="infrastructure_error" if i == 3 else "ok", simulated=True)
-        store.add_rollout(targets[1].task_hash, "sim-strong", i, model="simulation", reward=1.0, turns=12,
-                          error_kind="ok", simulated=True)
+        store.add_rollout(NewRollout(task_hash=targets[0].task_hash, agent="sim-strong", k=i, model="simulation",
+                                     reward=float(i == 0), turns=40, simulated=True,
+                                     error_kind="infrastructure_error" if i == 3 else "ok"))
+        store.add_rollout(NewRollout(task_hash=targets[1].task_hash, agent="sim-strong", k=i, model="simulation",
+                                     reward=1.0, turns=12, error_kind="ok", simulated=True))
     return paths, targets, store
 
 
@@ -162,7 +163,7 @@ def test_seed_selection_thresholds(tmp_path: Path) -> None:
         parse_fraction("four")
     app = typer.Typer()
     app.command()(select)
-    res = CliRunner().invoke(app, [*map(str, paths), "--rollouts", str(tmp_path / "run"), "--no-verify",
+    res = CliRunner().invoke(app, [*map(str, paths), "--run", str(tmp_path / "run"), "--no-verify",
                                    "--min-turns", "30", "--out", str(tmp_path / "seeds"), "--json"])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
@@ -175,7 +176,7 @@ def test_seed_selection_thresholds(tmp_path: Path) -> None:
 
 def test_no_rollouts_is_a_reason() -> None:
     s = summarize("t", [], agent="a")
-    assert rollout_reasons(s, 0.5, 30) == ["no rollouts recorded; run `envevo rollout TASK --store RUN` first"]
+    assert rollout_reasons(s, 0.5, 30) == ["no rollouts recorded; run `envevo rollout TASK --run RUN` first"]
 
 
 def test_generation_table_averages_lineages(tmp_path: Path) -> None:
@@ -196,8 +197,8 @@ def test_generation_table_averages_lineages(tmp_path: Path) -> None:
         for gen, h in enumerate(hashes):
             for i in range(4):  # generation 0 passes 3/4 (s1) and 1/4 (s2); generation 1 always fails
                 passed = gen == 0 and i < (3 if seed == 1 else 1)
-                store.add_rollout(h, "sim-weak", i, model="simulation", reward=float(passed), turns=10 + 10 * gen,
-                                  error_kind="ok", simulated=True)
+                store.add_rollout(NewRollout(task_hash=h, agent="sim-weak", k=i, model="simulation", reward=float(passed),
+                                             turns=10 + 10 * gen, error_kind="ok", simulated=True))
     points = analyze([store]).points
     store.close()
     assert [(p.generation, p.tasks, p.rollouts) for p in points] == [(0, 2, 8), (1, 2, 8)]
@@ -254,3 +255,24 @@ def test_seed_selection_verifies_with_the_seed_gate_of_evolve(tmp_path: Path, mo
     assert set(seen["names"]) == gate and {"red_team", "mutation"} <= gate
     asyncio.run(select_seeds(paths, tmp_path / "run", tmp_path / "seeds2", min_turns=30, red_team="off", mutation="off"))
     assert "red_team" not in seen["names"] and "mutation" not in seen["names"]
+
+
+def test_infrastructure_failures_are_counted_and_said_in_the_summary_json(tmp_path: Path, monkeypatch) -> None:
+    """A trial the infrastructure failed is not counted in n, but it does not vanish from `rollout --json`: its count
+    and reason appear per task, from this run's outcomes also when the store keeps no message (issue 25)."""
+    from envevo.rollout import rollout
+    from envevo.runtime import ErrorKind, TrialOutcome
+
+    async def run_trials(specs, concurrency, retries, on_done):
+        for j, spec in enumerate(specs):
+            kind = ErrorKind.INFRASTRUCTURE_ERROR if j else ErrorKind.OK
+            await on_done(j, TrialOutcome(task="t", agent=spec.agent, reward=None if j else 1.0, error_kind=kind,
+                                          error_message="podman build failed: no space left on device" if j else None))
+
+    monkeypatch.setattr("envevo.runtime.run_trials", run_trials)
+    targets = dir_targets([write_task(random_chain(None, 2, 3), tmp_path / "t")])
+    with LineageStore.open(tmp_path / "run") as store:
+        (s,) = asyncio.run(rollout(targets, "oracle", None, 3, trials_dir=tmp_path / "trials", store=store))
+    data = json.loads(json.dumps(s.model_dump()))
+    assert (data["n"], data["passes"], data["infrastructure_errors"]) == (1, 1, 2)
+    assert data["infrastructure_reasons"] == ["podman build failed: no space left on device"]

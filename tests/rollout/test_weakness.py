@@ -28,7 +28,7 @@ from envevo.rollout._weakness import (
     parse_verifier,
     posterior_success,
 )
-from envevo.store import LineageStore
+from envevo.store import LineageStore, NewRollout
 from envevo.trace import Direction, Effort
 
 app = typer.Typer()
@@ -124,10 +124,11 @@ def _run(tmp_path: Path, weak_pairs: dict[tuple[str, str], float], n: int = 6, a
             trial = tmp_path / "trials" / f"{g}-{k}"
             (trial / "verifier").mkdir(parents=True)
             (trial / VERIFIER_STDOUT).write_text(verifier_stdout(checks, fail_at, draw))
-            store.add_rollout(v.task_hash, agent, k, model=model, reward=float(fail_at is None), turns=20,
-                              error_kind="ok", simulated=agent.startswith("sim-"), trial_dir=trial)
+            store.add_rollout(NewRollout(task_hash=v.task_hash, agent=agent, k=k, model=model, reward=float(fail_at is None),
+                                         turns=20, error_kind="ok", simulated=agent.startswith("sim-"), trial_dir=trial))
         if extra_agent:
-            store.add_rollout(v.task_hash, "terminus-2", 0, model="openai/x", reward=0.0, turns=30, error_kind="ok")
+            store.add_rollout(NewRollout(task_hash=v.task_hash, agent="terminus-2", k=0, model="openai/x", reward=0.0,
+                                         turns=30, error_kind="ok"))
     store.close()
     return tmp_path / "run", chains
 
@@ -184,18 +185,18 @@ def test_cli_errors(tmp_path: Path) -> None:
     probe = random_chain(None, 3, 11)
     run, chains = _run(tmp_path, {(probe.steps[0].scenario, probe.steps[0].skill): 0.5}, n=2, extra_agent=True)
     res = CliRunner().invoke(app, [str(run), "--weakness"])
-    assert res.exit_code == 2 and "several agents" in res.output and "--agent" in res.output
-    res = CliRunner().invoke(app, [str(run), "--weakness", "--agent", "terminus-2", "--json"])
+    assert res.exit_code == 2 and "several agents" in res.output and "--by-agent" in res.output
+    res = CliRunner().invoke(app, [str(run), "--weakness", "--by-agent", "terminus-2", "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     assert (data["agent"], data["model"], data["simulated"]) == ("terminus-2", "openai/x", False)
     assert data["unattributed"] == 3 and data["observations"] == 0  # failed, and no verifier output to place them
-    res = CliRunner().invoke(app, [str(run), "--weakness", "--agent", "claude-code"])
+    res = CliRunner().invoke(app, [str(run), "--weakness", "--by-agent", "claude-code"])
     assert res.exit_code == 2 and "no rollouts" in res.output
     task_dir = run / "tasks" / LineageStore.open(run, create=False).versions()[0].task_hash
     res = CliRunner().invoke(app, [str(task_dir), "--weakness"])
     assert res.exit_code == 2 and "is not a run" in res.output
-    res = CliRunner().invoke(app, [str(run), "--agent", "sim-weak"])
+    res = CliRunner().invoke(app, [str(run), "--by-agent", "sim-weak"])
     assert res.exit_code == 2 and "only apply with --weakness" in res.output
     empty = LineageStore.open(tmp_path / "empty", durable=False)
     empty.create_lineage("seed", compose(chains[0]), trace=chains[0].trace(), verified=True)

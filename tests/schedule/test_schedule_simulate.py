@@ -222,7 +222,7 @@ def test_cli_on_a_run_dir_with_few_lineages_uses_a_synthetic_holdout(tmp_path: P
         a = s.create_lineage("alpha", tiny_task("alpha"), trace=trace_of(2), difficulty=difficulty_of(2), verified=True)
         s.commit_generation(a, 1, tiny_task("alpha", "alpha 1"), direction="length", effort="high",
                             trace=trace_of(3), difficulty=difficulty_of(3), verified=True)
-    res = runner.invoke(app, ["schedule", "simulate", "--lineages", str(tmp_path / "run"), "--steps", "3",
+    res = runner.invoke(app, ["schedule", "simulate", "--run", str(tmp_path / "run"), "--steps", "3",
                               "--seeds", "1", "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
@@ -235,7 +235,7 @@ def test_cli_on_a_run_dir_with_few_lineages_uses_a_synthetic_holdout(tmp_path: P
     [
         (["--schedulers", "el,bogus"], "unknown scheduler 'bogus'"),
         (["--schedulers", "random+beta"], "no extension 'beta'"),
-        (["--lineages", "/nonexistent/run"], "neither 'synthetic' nor a run directory"),
+        (["--run", "/nonexistent/run"], "is not a run directory"),
     ],
 )
 def test_cli_bad_input_is_one_line_exit_2(args, message):

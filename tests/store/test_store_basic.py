@@ -13,7 +13,16 @@ from pathlib import Path
 import pytest
 
 from envevo.errors import UserError
-from envevo.store import SCHEMA_VERSION, LineageStatus, LineageStore, RunPaths, StoreError, TryStatus, VersionCommit
+from envevo.store import (
+    SCHEMA_VERSION,
+    LineageStatus,
+    LineageStore,
+    NewRollout,
+    RunPaths,
+    StoreError,
+    TryStatus,
+    VersionCommit,
+)
 from envevo.task import dir_hash, load_task
 from envevo.trace import Direction
 from tests.conftest import ROOT
@@ -465,11 +474,11 @@ def test_two_processes_write_one_store(tmp_path: Path) -> None:
 def test_rollouts_add_query_and_replace(store: LineageStore) -> None:
     h = store.put_task(tiny_task("a"))
     for k in range(3):
-        store.add_rollout(
-            h, "sim-agent", k, model="sim-1", reward=float(k == 1), turns=10 + k, simulated=True, trial_dir=f"/t/{k}"
-        )
-    store.add_rollout(h, "oracle", 0, reward=1.0, error_kind="ok")
-    store.add_rollout(h, "sim-agent", 0, model="sim-1", reward=1.0, turns=7, simulated=True)  # re-run of k=0 replaces
+        store.add_rollout(NewRollout(task_hash=h, agent="sim-agent", k=k, model="sim-1", reward=float(k == 1),
+                                     turns=10 + k, simulated=True, trial_dir=f"/t/{k}"))
+    store.add_rollout(NewRollout(task_hash=h, agent="oracle", k=0, reward=1.0, error_kind="ok"))
+    # a re-run of k=0 replaces it
+    store.add_rollout(NewRollout(task_hash=h, agent="sim-agent", k=0, model="sim-1", reward=1.0, turns=7, simulated=True))
     rows = store.rollouts(h, agent="sim-agent")
     assert [(r.k, r.reward, r.turns, r.simulated, r.model) for r in rows] == [
         (0, 1.0, 7, True, "sim-1"),
@@ -574,5 +583,5 @@ def test_a_schema_2_store_upgrades_and_keeps_its_verifications(tmp_path: Path) -
         old.commit()
         old.close()
         (v,) = s.verifications(cid)
-        assert s.schema_version == SCHEMA_VERSION == 4
+        assert s.schema_version == SCHEMA_VERSION == 5
         assert (v.passed, v.inconclusive, v.reasons, v.notes, v.metrics) == (False, False, ["scored 0.0"], [], {})

@@ -96,7 +96,7 @@ def test_a_store_from_before_findings_opens_and_reads_none(tmp_path: Path) -> No
         old.commit()
         old.close()
         (v,) = s.verifications(cid)
-        assert s.schema_version == SCHEMA_VERSION == 4
+        assert s.schema_version == SCHEMA_VERSION == 5
         assert v.findings == [] and v.reasons == json.loads(reasons)
         # Its reasons still say which exploit broke the task.
         assert broken_by(VerifierReport(name=v.verifier, passed=v.passed, reasons=v.reasons, findings=v.findings)) == [

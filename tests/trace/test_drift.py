@@ -1,5 +1,6 @@
-"""Semantic drift: measured per version (goal and instruction vs the seed and the parent), stored at commit, computed
-lazily for stores made before it existed, shown by `lineage show`, and bounded by `evolve --max-drift`."""
+"""Semantic drift: measured per version (goal and instruction vs the seed and the parent), stored at commit, measured
+for stores made before it existed by `analyze drift` (never by a read), shown by `lineage show`, and bounded by
+`evolve --max-drift`."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ import sqlite3
 
 import pytest
 
+from envevo.analysis import measure_missing_drift
 from envevo.evolve import EvolveConfig, evolve
 from envevo.evolve.engines.procedural import ProceduralEngine
 from envevo.store import SCHEMA_VERSION, LineageStore
 from envevo.task import load_task
 from envevo.trace import Direction, Effort
-from envevo.trace._drift import DEFAULT_MAX_DRIFT, Drift, drift_encoder, goal_texts, measure_drift, paragraphs
+from envevo.trace._drift import DEFAULT_MAX_DRIFT, Drift, goal_texts, paragraphs
+from envevo.trace._drift_encoder import drift_encoder, measure_drift
 from envevo.verify._drift import DriftBound
 from tests.conftest import ROOT, run_cli
 from tests.evolve.test_evolve_loop import Gate, ScriptedEngine, seed_task, trace_of
@@ -79,6 +82,8 @@ def _old_store(tmp_path, generations=2):
     conn.execute("DROP TABLE version_drift")
     for column in ("inconclusive", "notes", "metrics", "findings"):  # schemas 3 and 4
         conn.execute(f"ALTER TABLE verifications DROP COLUMN {column}")
+    if "estimated" in {r[1] for r in conn.execute("PRAGMA table_info(usage)")}:  # schema 5
+        conn.execute("ALTER TABLE usage DROP COLUMN estimated")
     conn.execute("DELETE FROM schema_version WHERE version > 1")
     conn.commit()
     conn.close()
@@ -105,20 +110,30 @@ def test_each_commit_stores_its_drift_in_the_same_transaction(tmp_path):
     assert all(r["measure"].startswith("drift-v1:") for r in rows)
 
 
-def test_an_old_store_is_upgraded_in_place_and_gets_drift_on_lineage_show(tmp_path):
+def test_an_old_store_is_upgraded_in_place_and_gets_drift_from_analyze_drift(tmp_path):
     run_dir, lid = _old_store(tmp_path)
     with LineageStore.open(run_dir, create=False) as store:
         assert store.schema_version == SCHEMA_VERSION
         assert [v.drift for v in store.versions(lid)] == [None, None, None]  # nothing measured yet
+    shown = run_cli("lineage", "show", str(run_dir), "--json")  # a read: says so, measures nothing
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["notes"] == [
+        f"drift not measured for 3 version(s) (stored before drift was recorded, or without the encoder); "
+        f"`envevo analyze drift {run_dir}` measures and stores it"]
+    assert all(g["drift_seed"] is None for g in json.loads(shown.stdout)["lineages"][0]["generations"])
+    measured = run_cli("analyze", "drift", str(run_dir), "--json")
+    assert measured.returncode == 0, measured.stderr
+    assert json.loads(measured.stdout)["measured"] == 3
     r = run_cli("lineage", "show", str(run_dir), "--json")
     assert r.returncode == 0, r.stderr
+    assert "notes" not in json.loads(r.stdout)
     gens = json.loads(r.stdout)["lineages"][0]["generations"]
     assert [g["drift_seed"] for g in gens][0] == 0.0 and all(g["drift_seed"] is not None for g in gens)
     assert gens[0]["drift_parent"] is None and gens[1]["drift_parent"] is not None
     assert all(g["drift_measure"].startswith("drift-v1:all-MiniLM-L6-v2@") for g in gens)
     assert {"goal_sim_seed", "goal_sim_parent", "instruction_sim_seed", "instruction_sim_parent"} <= set(gens[1])
-    with LineageStore.open(run_dir, create=False) as store:  # stored: a second show computes nothing
-        assert store.ensure_drift() == 0
+    with LineageStore.open(run_dir, create=False) as store:  # stored: a second pass measures nothing
+        assert measure_missing_drift(store) == 0
     table = run_cli("lineage", "show", str(run_dir))
     assert table.returncode == 0 and "drift" in table.stdout and "seed" in table.stdout
 
@@ -130,7 +145,7 @@ def test_resume_of_an_old_run_continues_with_drift(tmp_path):
         statuses = asyncio.run(evolve(store, [lid], ScriptedEngine(), cfg, checks=[Gate()], verifiers=[]))
         assert statuses[lid] == "done"
         assert store.version(lid, 1).drift is None and store.version(lid, 2).drift is not None
-        assert store.ensure_drift(lid) == 2 and store.version(lid, 1).drift is not None
+        assert measure_missing_drift(store, lid) == 2 and store.version(lid, 1).drift is not None
 
 
 class DriftingEngine(ScriptedEngine):

@@ -164,3 +164,31 @@ def test_d_t_and_cli_json_under_the_llm_estimator(tmp_path: Path) -> None:
         assert data["estimator"] == "llm-logprobs-v1:toy" and data["rows"][0]["D_T"] == pytest.approx(d.D_T)
         longer = Trace(goal=trace.goal, steps=(*trace.steps, Step(scenario="kerberos keytab", skill="grep")))
         assert difficulty(longer, p).D_T == pytest.approx(d.D_T + 10.5)
+
+
+def test_every_answer_is_metered_as_the_estimators_usage(tmp_path: Path) -> None:
+    """The estimator's tokens are counted like the LLM roles' (issue 25): the server's usage when it sends one, else
+    an estimate flagged as such; `difficulty` shows them, in --json and in the table."""
+    with FakeCompletions(usage=True) as server:
+        p = LLMPrior(model="toy", base_url=server.url, cache=tmp_path / "c.json")
+        p.neg_log_p_scenario("csv file", "count lines")
+        sent = [len(b["prompt"].split()) for _, b in server.requests]
+    assert [(r.role, r.model, r.input_tokens, r.output_tokens, r.estimated) for r in p.meter.records] == [
+        ("estimator", "openai:toy", n, 0, False) for n in sent]  # the probe, then the score
+    with FakeCompletions(echo=False) as server:  # a chat server that reports no usage
+        p = LLMPrior(model="toy", base_url=server.url, method="judgement", cache=tmp_path / "j.json")
+        p.neg_log_p_scenario("csv file", "count lines")
+    (rec,) = p.meter.records
+    assert rec.estimated and rec.input_tokens > 20 and rec.output_tokens > 0
+    target = write_task(random_chain(None, 2, 5), tmp_path / "t")
+    with FakeCompletions(usage=True) as server:
+        as_json = CliRunner().invoke(app, [str(target), "--estimator", "llm", "--reference-model", "toy",
+                                           "--base-url", server.url, "--json"])
+        asked = len(server.requests)
+    assert as_json.exit_code == 0, as_json.output
+    (used,) = json.loads(as_json.stdout)["usage"]
+    assert used["role"] == "estimator" and used["input_tokens"] > 0 and used["calls"] == asked
+    with FakeCompletions(usage=True) as server:  # another endpoint: nothing cached
+        as_table = CliRunner().invoke(app, [str(target), "--estimator", "llm", "--reference-model", "toy",
+                                            "--base-url", server.url], env={"COLUMNS": "200"})
+    assert "LLM usage" in as_table.stdout and "estimator" in as_table.stdout

@@ -22,7 +22,7 @@ def test_the_default_is_the_run_settings_on_verify_and_evolve():
 
 
 def test_a_bad_value_is_one_line_before_any_work(tmp_path):
-    for args in (["verify", str(tmp_path)], ["evolve", str(tmp_path), "--out", str(tmp_path / "run")]):
+    for args in (["verify", str(tmp_path)], ["evolve", str(tmp_path), "--run", str(tmp_path / "run")]):
         result = CliRunner().invoke(app, [*args, "--mutation", "sometimes"])
         assert result.exit_code == 2, result.output
         assert "--mutation 'sometimes': use on, off or sample:N" in result.stderr

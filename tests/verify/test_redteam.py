@@ -156,7 +156,7 @@ def test_each_exploit_breaks_its_fixture_and_a_separate_verifier_resists_all(san
 def test_bad_red_team_setting_is_one_line_on_verify_and_evolve(tmp_path):
     from tests.conftest import run_cli
 
-    for args in (["verify", str(HACKABLE / "resistant")], ["evolve", str(HACKABLE / "resistant"), "--out", str(tmp_path / "run")]):
+    for args in (["verify", str(HACKABLE / "resistant")], ["evolve", str(HACKABLE / "resistant"), "--run", str(tmp_path / "run")]):
         proc = run_cli(*args, "--red-team", "always")
         assert proc.returncode == 2, proc.stderr
         assert "--red-team 'always'" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr

@@ -100,6 +100,7 @@ class LLMEngine:
         self.prior = LabelPrior()
         self._traces: dict[str, Trace] = {}
         self._owners: dict[str, tuple[str, int]] = {}
+        runtime.owner = lambda h: self._owners.get(h, (None, None))  # the hacker bills the candidate's lineage
         self._evolutions: dict[str, Evolution] = {}  # candidate hash -> its parent and plan
         self._judge: RubricJudge | None = None
         self._gate = PerLoop(lambda: asyncio.Semaphore(1))  # the Modifier's own verifier runs, one at a time

@@ -112,7 +112,7 @@ class RubricJudge:
             rubric = self.rubric if ev is not None else self.rubric.for_seed()
             out = await self._judge(task, rubric, ev, excused, lineage, generation)
         except RoleFailed as e:
-            return VerifierReport(name=self.name, passed=False, reasons=[f"the judge gave no usable verdict: {e}"])
+            return VerifierReport(name=self.name, passed=False, reasons=[f"the judge gave no usable verdict: {e.reason}"])
         except BudgetExceeded as e:  # crossed the cap mid-call: reject; the engine's next call ends the lineage
             return VerifierReport(name=self.name, passed=False, reasons=[f"not judged: {e}"])
         self._failed[key] = {j.name: j.reason for j in out.criteria if j.verdict == "fail"}

@@ -155,7 +155,7 @@ async def _run_modifier(runtime: LLMRuntime, draft: Path, ws: Workspace, proposa
         await runtime.run(agent, request_text(proposal, feedback, ws.list()), role="modifier", lineage=ctx.lineage,
                           generation=ctx.generation, request_limit=budget)
     except RoleFailed as e:
-        raise CandidateFailed(f"the Modifier did not finish: {e}") from e
+        raise CandidateFailed(f"the Modifier did not finish: {e.reason}") from e
 
 
 async def modify(runtime: LLMRuntime, task: Task, proposal: Proposal, feedback: list[str], ctx: GenerationContext, *,

@@ -97,8 +97,8 @@ async def propose(runtime: LLMRuntime, task: Task, trace: Trace, direction: Dire
             draft = last["draft"]
         else:  # a cut, malformed or refused answer: the loop rejects it with this reason (what to fix)
             return Proposal(direction=direction, effort=effort, before=trace, after=trace,
-                            summary=f"no usable plan from the proposer: {e}", plan={"error": str(e), **meta},
-                            error=f"no usable plan from the proposer: {e}")
+                            summary=f"no usable plan from the proposer: {e.reason}", plan={"error": str(e), **meta},
+                            error=f"no usable plan from the proposer: {e.reason}")
     after = snap(trace, draft)
     plan = {"rationale": draft.rationale, "changes": draft.changes.model_dump(), "edits": edits(trace, after), **meta}
     return Proposal(direction=direction, effort=effort, before=trace, after=after, plan=plan, summary=draft.summary)

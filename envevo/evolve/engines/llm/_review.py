@@ -49,7 +49,7 @@ async def review(runtime: LLMRuntime, rubric: Rubric, task: Task, proposal: Prop
         out: PlanReview = await runtime.run(agent, _request(task, proposal), role="reviewer", lineage=lineage,
                                             generation=generation)
     except RoleFailed as e:
-        return Review(accepted=False, feedback=f"the reviewer gave no usable verdict ({e}); propose again")
+        return Review(accepted=False, feedback=f"the reviewer gave no usable verdict ({e.reason}); propose again")
     accepted, share = score(rubric, out.criteria)
     verdicts = [CriterionVerdict(name=j.name, reason=j.reason, verdict=j.verdict) for j in out.criteria]
     failed = [f"{j.name}: {j.reason}" for j in out.criteria if j.verdict == "fail"]

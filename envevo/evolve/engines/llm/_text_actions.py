@@ -27,7 +27,7 @@ from envevo.evolve.engines.llm._history import trim_history
 from envevo.evolve.engines.llm._modifier_prompt import instructions
 from envevo.evolve.engines.llm._sandbox import ShellError, ShellSession
 from envevo.evolve.engines.llm._workspace import Workspace
-from envevo.llm import CandidateFailed, LLMRuntime, RoleFailed, cut_replies, role_failure
+from envevo.llm import CandidateFailed, LLMRuntime, cut_replies, role_failure
 
 # A fence of three or more backticks, the action and its argument, the body, and the same fence closing it.
 _BLOCK = re.compile(r"^(?P<fence>`{3,})[ \t]*(?P<action>[A-Za-z_]+)[ \t]*(?P<arg>[^\n`]*?)[ \t]*\n"
@@ -98,7 +98,7 @@ async def run_text_modifier(runtime: LLMRuntime, ws: Workspace, request: str, ct
             try:
                 response = await model_request(model, sent, model_settings=settings, model_request_parameters=params)
             except (ModelAPIError, UnexpectedModelBehavior) as e:  # told in envevo's settings, as the tool Modifier's
-                raise CandidateFailed(f"the Modifier did not finish: {RoleFailed('modifier', role_failure(e, 'modifier'))}") from e
+                raise CandidateFailed(f"the Modifier did not finish: {role_failure(e, 'modifier')}") from e
             messages.append(response)
             reply = "".join(p.content for p in response.parts if isinstance(p, TextPart))
             results = []

@@ -6,11 +6,11 @@ The catalog's names (chains, scenarios, skills, the catalog prior) have one impo
 not re-exported here.
 """
 
-from envevo.evolve.engines.procedural._compose import compose, write_task
 from envevo.evolve.engines.procedural._engine import ProceduralEngine
 from envevo.evolve.engines.procedural._operators import candidates, mutate
 from envevo.evolve.engines.procedural._quality import quality_check
 from envevo.evolve.engines.procedural._target import WeaknessTarget
+from envevo.evolve.engines.procedural._task_from_chain import compose, write_task
 
 __all__ = [
     "ProceduralEngine",

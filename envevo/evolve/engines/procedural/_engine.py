@@ -7,14 +7,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from envevo.catalog import CatalogPrior, Chain, build_blocks, chain_from_task, chain_problems, derive_seed
+from envevo.catalog import CatalogPrior, Chain, ChainProblemKind, build_blocks, chain_from_task, chain_problems, derive_seed
 from envevo.errors import TaskError
 from envevo.evolve._engine import Capability, CriterionVerdict, GenerationContext, Proposal, Review
-from envevo.evolve.engines.procedural._compose import compose
 from envevo.evolve.engines.procedural._operators import apply_pairs, mutate
 from envevo.evolve.engines.procedural._quality import quality_check
 from envevo.evolve.engines.procedural._residual import residual
 from envevo.evolve.engines.procedural._target import WeaknessTarget
+from envevo.evolve.engines.procedural._task_from_chain import compose
 from envevo.task import Task
 from envevo.trace import Direction, Effort, Trace, check_direction, check_effort, edit_spans
 from envevo.verify import RuleRubric
@@ -93,10 +93,11 @@ class ProceduralEngine:
         mismatch = [] if chain.trace().steps == proposal.after.steps else ["the chain does not match ξ′"]
         criteria.append(_verdict("plan_matches_trace", mismatch, "the chain realizes ξ′ exactly"))
         problems = chain_problems(chain)
-        dupes = [p for p in problems if "duplicate" in p or "twice" in p]
-        criteria.append(_verdict("type_correct", [p for p in problems if p not in dupes],
+        repeats = {ChainProblemKind.SCENARIO_TWICE, ChainProblemKind.DUPLICATE_STEP}
+        criteria.append(_verdict("type_correct", [p.message for p in problems if p.kind not in repeats],
                                  "every step reads the kind of data the previous one writes"))
-        criteria.append(_verdict("no_duplicate_step", dupes, "every step is a distinct pair in its own scenario"))
+        criteria.append(_verdict("no_duplicate_step", [p.message for p in problems if p.kind in repeats],
+                                 "every step is a distinct pair in its own scenario"))
         criteria.append(_verdict("direction", check_direction(proposal.before, proposal.after, proposal.direction),
                                  f"a pure {proposal.direction.value} edit"))
         criteria.append(_verdict("effort", check_effort(proposal.before, proposal.after, proposal.effort),

@@ -18,6 +18,7 @@ def attach_store(meter: Meter, store) -> None:
 
     def write(rec: UsageRecord) -> None:
         store.add_usage(rec.role, input_tokens=rec.input_tokens, output_tokens=rec.output_tokens, model=rec.model,
-                        cost_usd=rec.cost_usd, lineage_id=rec.lineage, generation=rec.generation)
+                        cost_usd=rec.cost_usd, lineage_id=rec.lineage, generation=rec.generation,
+                        estimated=rec.estimated)
 
     meter.on_usage = write

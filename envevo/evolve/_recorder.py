@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Annotated, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from envevo.evolve._engine import Proposal, Review
-from envevo.store import StoreError, VersionCommit
+from envevo.store import StoreError, Version, VersionCommit
 from envevo.task import Task
 from envevo.trace import Drift
 from envevo.trace import measure_drift as measure_task_drift
-from envevo.verify import VerifierReport
+from envevo.verify import VerifierReport, killed_keys
 
 if TYPE_CHECKING:
     from envevo.store import LineageStore
@@ -57,6 +57,10 @@ class Recorder[I](Protocol):
     def seed_task(self, lineage: str) -> Task: ...
 
     async def measure_drift(self, lineage: str, task: Task, parent_hash: str | None) -> Drift: ...
+
+    async def mutant_kills(self, parent: Version) -> frozenset[str]:
+        """The keys of the mutants the parent's accepted candidate killed (reused for its children's mutants)."""
+        ...
 
 
 class StoreRecorder:
@@ -93,7 +97,17 @@ class StoreRecorder:
         return self.store.load_version_task(self.store.lineage(lineage).seed_hash)
 
     async def measure_drift(self, lineage: str, task: Task, parent_hash: str | None) -> Drift:
-        return await asyncio.to_thread(self.store.measure_drift, lineage, task, parent_hash)
+        def measure() -> Drift:  # reads task dirs and runs the encoder: all of it off the event loop
+            parent = self.task(parent_hash) if parent_hash is not None else None
+            return measure_task_drift(task, self.seed_task(lineage), parent)
+
+        return await asyncio.to_thread(measure)
+
+    async def mutant_kills(self, parent: Version) -> frozenset[str]:
+        if parent.candidate_id is None:  # a seed: its gate verified it, as no candidate of this run
+            return frozenset()
+        rows = await asyncio.to_thread(self.store.verifications, parent.candidate_id)
+        return frozenset().union(*(killed_keys(v.metrics) for v in rows if v.verifier == "mutation"))
 
 
 class Ref(BaseModel):
@@ -205,6 +219,7 @@ class BufferRecorder:
     seed_hash: str
     work_root: Path
     records: list[Record] = field(default_factory=list)
+    kills: frozenset[str] = frozenset()  # the parent's killed mutant keys, read by the driver (StoreRecorder)
 
     def _keep(self, record: Record) -> Ref:
         self.records.append(record)
@@ -246,6 +261,9 @@ class BufferRecorder:
     async def measure_drift(self, lineage: str, task: Task, parent_hash: str | None) -> Drift:
         parent = self.tasks[parent_hash] if parent_hash is not None else None
         return await asyncio.to_thread(measure_task_drift, task, self.seed_task(lineage), parent)
+
+    async def mutant_kills(self, parent: Version) -> frozenset[str]:
+        return self.kills
 
 
 def checked(records: Sequence[object]) -> list[Record]:

@@ -1,0 +1,119 @@
+"""`envevo seeds select|pool`: choose the seeds to evolve, by the paper's filter over recorded rollouts, or as a pool
+balanced across categories."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from envevo.cli import _options as o
+from envevo.cli._common import (
+    INTERRUPTED_NO_SANDBOX,
+    check_red_team,
+    err,
+    fmt,
+    out,
+    print_json,
+    renamed,
+    sub_app,
+    user_errors,
+)
+from envevo.errors import UserError
+from envevo.rollout import parse_fraction, rollout_reasons  # noqa: F401 (tests and scripts import them from here)
+
+seeds_app = sub_app("Select seed tasks: hard for an agent, sound by the verifiers; or draw a balanced pool.")
+
+
+@seeds_app.command("select")
+@user_errors
+def select(
+    tasks: Annotated[list[Path], typer.Argument(help="Candidate seed task dirs (or folders of them).")],
+    run_dir: Annotated[Path | None, o.run_option("The run holding their rollouts (`envevo rollout TASKS --run RUN`); "
+                                                 "required.")] = None,
+    old_rollouts: Annotated[Path | None, o.old_spelling("--rollouts", "--run")] = None,
+    max_pass: Annotated[str, typer.Option("--max-pass", help="Keep tasks passed at most this fraction of "
+                                          "rollouts.")] = "4/8",
+    min_turns: Annotated[float, typer.Option("--min-turns", help="Keep tasks with at least this many mean "
+                                             "turns.")] = 30,
+    by_agent: o.ByAgent = None,
+    old_agent: Annotated[str | None, o.old_spelling("--agent", "--by-agent")] = None,
+    env: o.Env = o.ENV,
+    concurrency: o.Concurrency = o.CONCURRENCY,
+    verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Also require the verifiers that gate a seed in "
+                                         "`evolve` to pass: oracle, invalid-test, red team, mutation.")] = True,
+    red_team: o.RedTeam = o.RED_TEAM,
+    mutation: o.Mutation = o.MUTATION,
+    out_dir: Annotated[Path, o.out_option("Where the selected tasks and selection.json go.")] = Path("seeds"),
+    json_out: o.Json = False,
+    executor_name: o.ExecutorName = o.EXECUTOR,
+    ray_address: o.RayAddress = None,
+    max_sandboxes: o.MaxSandboxes = None,
+    start_rate: o.StartRate = None,
+) -> None:
+    """Select seeds: hard for the agent (pass ≤ --max-pass, turns ≥ --min-turns) and sound by the verifiers that gate a
+    seed in `evolve` (oracle, invalid-test, red team, mutation)."""
+    from envevo.cli.verify_cmd import check_mutation
+    from envevo.evolve import scale_out
+    from envevo.rollout import select_seeds
+
+    run_dir = renamed(old_rollouts, run_dir, "seeds select --rollouts", "--run")
+    by_agent = renamed(old_agent, by_agent, "seeds select --agent (whose rollouts count)", "--by-agent")
+    if run_dir is None:
+        raise UserError("seeds select reads recorded rollouts: give the run that holds them with --run RUN")
+    check_red_team(red_team)
+    check_mutation(mutation)
+    if verify:  # only the verifiers start sandboxes here
+        scale_out(executor_name, ray_address, max_sandboxes, start_rate, trials=True)
+    doc = asyncio.run(select_seeds(tasks, run_dir, out_dir, max_pass=max_pass, min_turns=min_turns, agent=by_agent,
+                                   verify=verify, env=env, concurrency=concurrency, red_team=red_team,
+                                   mutation=mutation, notify=lambda line: err.print(line, highlight=False, markup=False)))
+    if json_out:
+        print_json(doc)
+        return
+    table = Table(title=f"seed selection (pass ≤ {max_pass}, turns ≥ {min_turns:g}"
+                  + (", verified" if verify else "") + ")" + (" — SIMULATED rollouts" if any(t["simulated"] for t in doc["tasks"]) else ""))
+    for c in ("task", "pass", "turns", "selected", "reasons"):
+        table.add_column(c, overflow="fold")
+    for t in doc["tasks"]:
+        table.add_row(escape(t["task"]), f"{t['passes']}/{t['n']}", fmt(t["mean_turns"], ".1f"),
+                      "[green]yes[/]" if t["selected"] else "[red]no[/]", escape("; ".join(t["reasons"]) or "-"))
+    out.print(table)
+    err.print(f"selected {len(doc['selected'])} of {len(doc['tasks'])}: {out_dir / 'selection.json'}")
+
+
+@seeds_app.command("pool")
+@user_errors(interrupted=INTERRUPTED_NO_SANDBOX)
+def pool(
+    tasks: Annotated[list[Path], typer.Argument(help="Candidate task dirs (or folders of them).")],
+    per_category: Annotated[int, typer.Option("--per-category", help="Tasks drawn from each category.")],
+    categories: Annotated[str | None, typer.Option("--categories", help="Comma-separated categories to draw from "
+                                                   "(default: every category the tasks have).")] = None,
+    out_dir: Annotated[Path, o.out_option("Where the pool's tasks/ and pool.json go.")] = Path("pool"),
+    seed: o.Seed = 0,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing pool at --out.")] = False,
+    json_out: o.Json = False,
+) -> None:
+    """Draw a seed pool balanced across categories (task.toml [metadata] category): N tasks from each."""
+    from envevo.rollout import POOL_FILE, seed_pool
+
+    wanted = [c.strip() for c in categories.split(",") if c.strip()] if categories else None
+    doc = seed_pool(tasks, out_dir, per_category, categories=wanted, seed=seed, overwrite=force)
+    if json_out:
+        print_json(doc)
+        return
+    table = Table(title=f"seed pool: {per_category} per category, {doc['size']} tasks")
+    for c in ("category", "available", "drawn"):
+        table.add_column(c, justify="left" if c == "category" else "right")
+    for c, row in doc["composition"].items():
+        table.add_row(c, str(row["available"]), str(row["drawn"]))
+    out.print(table)
+    if doc["left_out"]:
+        err.print("left out: " + ", ".join(f"{c} ({n})" for c, n in doc["left_out"].items()), markup=False)
+    if doc["duplicates"]:
+        err.print(f"{len(doc['duplicates'])} duplicate task(s) counted once", markup=False)
+    err.print(f"wrote {out_dir / POOL_FILE}", markup=False, highlight=False)

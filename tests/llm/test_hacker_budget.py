@@ -1,0 +1,45 @@
+"""The LLM hacker on the run's model is billed to the lineage whose candidate it attacks (issue 25): its tokens count
+against that lineage's --max-tokens/--max-cost, and a lineage already over its cap gets no attack (no sandbox)."""
+
+import asyncio
+from contextlib import asynccontextmanager
+
+from envevo.llm import LLMRuntime, LLMSettings
+from envevo.llm import _hacker as hacker_module
+from envevo.llm._hacker import LLMHacker
+from envevo.task import load_task
+from tests.fakes import log_forensics as lf
+from tests.fakes.models import scripted
+
+
+class _Session:
+    """A sandbox session the hacker never needs to exec in: the scripted model answers at once."""
+
+
+def _attack(runtime: LLMRuntime, tmp_path):
+    task = load_task(lf.SEED)
+    return asyncio.run(LLMHacker(runtime=runtime).attack(task, lf.SEED, "podman", tmp_path, asyncio.Semaphore(1)))
+
+
+def test_the_hackers_tokens_count_against_the_candidates_lineage(tmp_path, monkeypatch):
+    opened = []
+
+    @asynccontextmanager
+    async def session(task_dir, env, logs_dir=None):
+        opened.append(task_dir)
+        yield _Session()
+
+    monkeypatch.setattr(hacker_module, "open_session", session)
+    judge = scripted({"found": False, "summary": "nothing to forge"})
+    rt = LLMRuntime(LLMSettings(model="openai:m", max_tokens=10_000), models={"judge": judge})
+    rt.owner = lambda h: ("lin", 2)
+    attack = _attack(rt, tmp_path)
+    assert attack.error is None and attack.summary == "nothing to forge"
+    (rec,) = rt.meter.records
+    assert (rec.role, rec.lineage, rec.generation) == ("hacker", "lin", 2)
+    assert rt.meter.spent("lin").tokens == rec.input_tokens + rec.output_tokens > 0
+
+    rt.meter.preload("lin", 10_000, 0.0)  # the lineage has spent its budget: no attack, no sandbox
+    attack = _attack(rt, tmp_path)
+    assert attack.error is not None and "did not run: lineage lin used 10000 tokens" in attack.error
+    assert "--max-tokens" in attack.error and len(opened) == 1
