@@ -79,9 +79,10 @@ def evolve(
                                             "(one alone isolates a lever).")] = ",".join(D.directions),
     resume: Annotated[bool, typer.Option("--resume", help="Continue a run stored in --run, from each lineage's last "
                                          "committed generation; a terminated lineage stays as stored. The stored "
-                                         "settings stand; --red-team, --mutation, --repeats, --plan-budget and "
-                                         "--env-budget given again with another value apply from the resume on (a "
-                                         "line says so); engine, effort, seed, directions and models must match.")
+                                         "settings stand; --red-team, --mutation, --model-mutants, --repeats, "
+                                         "--plan-budget and --env-budget given again with another value apply from "
+                                         "the resume on (a line says so); engine, effort, seed, directions and models "
+                                         "must match.")
                       ] = False,
     retry_skipped: Annotated[bool, typer.Option("--retry-skipped", help="With --resume: try the seeds the run skipped "
                                                 "(no ξ extracted, or the seed gate failed) again, with the current "
@@ -111,6 +112,11 @@ def evolve(
                                                    "reaching it ends the lineage as budget_exhausted (resumable).")] = None,
     max_tokens: Annotated[int | None, typer.Option("--max-tokens", rich_help_panel=LLM,
                                                    help="Tokens per lineage, same behaviour.")] = None,
+    model_mutants: Annotated[int, typer.Option("--model-mutants", min=0, rich_help_panel=LLM,
+                                               help="Near-miss solutions the model writes per candidate (one step done "
+                                                    "with a common mistake), run by the mutation verifier beside the "
+                                                    "generated ones; 0: none. Each costs a model call.")
+                             ] = D.model_mutants,
     rubric: Annotated[list[Path], typer.Option("--rubric", rich_help_panel=LLM,
                                                help="An extra rubric TOML for the judge; repeatable.")] = [],  # noqa: B006
     price: o.PriceOption = [],  # noqa: B006
@@ -182,7 +188,8 @@ def evolve(
     given = EvolveConfig(
         engine=engine_name, generations=generations, effort=effort, seed=seed, directions=parse_directions(directions),
         plan_budget=plan_budget, env_budget=env_budget, env=env, repeats=repeats, red_team=red_team, mutation=mutation,
-        trial_concurrency=trial_concurrency, lineage_concurrency=lineages, max_drift=parse_max_drift(max_drift),
+        model_mutants=model_mutants, trial_concurrency=trial_concurrency, lineage_concurrency=lineages,
+        max_drift=parse_max_drift(max_drift),
         # Recorded so that --resume refuses to continue a lineage with different models.
         models={role: spec.label for role, spec in engine.runtime.specs().items()} if uses_models(engine) else {},
         weakness_target=engine.target.model_dump(mode="json") if is_targetable(engine) and engine.target else None,

@@ -23,6 +23,8 @@ class EvolveConfig(BaseModel):
     red_team: str = Field("on", description="exploit agents on every candidate: on, off, or sample:N")
     mutation: str = Field("sample:4", description="near-miss solutions (a step's wrong variant or omission; solve.sh "
                                                   "cut short) that must all score 0: on, off, or sample:N per candidate")
+    model_mutants: int = Field(0, ge=0, description="near misses the run's model writes per candidate for the mutation "
+                                                    "verifier, beside the generated ones (an engine with a model); 0: none")
     max_drift: float | None = Field(DEFAULT_MAX_DRIFT, ge=0, le=2,
                                     description="reject a candidate whose instruction drifted more than this from the "
                                                 "seed (1 − cosine similarity, docs/drift.md); None: no bound")

@@ -52,16 +52,18 @@ def direction_order(seed: int, lineage: str, generation: int, allowed: list[Dire
 def run_verifiers(engine: Engine, config: EvolveConfig, learn_rubric: Path | None = None) -> list[TrialVerifier]:
     """The run's container verifiers. The red team's agent exploit (the LLM hacker) uses the engine's model runtime
     when it has one, so its calls are metered, recorded and budgeted with the run's, and so does the mutation
-    verifier's writer of near misses; `learn_rubric` (an explicit
-    option) is where a hack it proves is learned as a rubric criterion."""
+    verifier's writer of near misses (`model_mutants` per candidate, opt-in: each costs the model a call, and a
+    recorded run replays only the calls it made); `learn_rubric` (an explicit option) is where a hack it proves is
+    learned as a rubric criterion."""
     runtime = engine.runtime if uses_models(engine) else None  # the engine contract, not an attribute lookup
     writer = None
-    if runtime is not None:  # a configured model also writes near misses of its own for the mutation verifier
+    if runtime is not None and config.model_mutants:
         from envevo.llm import ModelMutantWriter
 
         writer = ModelMutantWriter(runtime)
     return default_verifiers(config.repeats, red_team=config.red_team, mutation=config.mutation,
-                             model=runtime, learn_rubric=learn_rubric, mutant_writer=writer)
+                             model=runtime, learn_rubric=learn_rubric, mutant_writer=writer,
+                             written=config.model_mutants)
 
 
 class GenerationWork:

@@ -19,7 +19,8 @@ from envevo.verify._verifiers import InvalidTestVerifier, OracleVerifier, TaskAt
 
 
 def default_verifiers(repeats: int = 2, red_team: str = "off", mutation: str = "off", *, model: object | None = None,
-                      learn_rubric: Path | None = None, mutant_writer: MutantWriter | None = None) -> list[TrialVerifier]:
+                      learn_rubric: Path | None = None, mutant_writer: MutantWriter | None = None,
+                      written: int = 3) -> list[TrialVerifier]:
     """The container verifiers of a candidate: oracle and invalid-test, plus the red team when `red_team` is
     `on` (every exploit) or `sample:N` (a deterministic sample of N exploits per candidate), and the mutation
     verifier likewise by `mutation` (every near-miss solution, or a sample of N). `model` and `learn_rubric` go to
@@ -31,7 +32,7 @@ def default_verifiers(repeats: int = 2, red_team: str = "off", mutation: str = "
         verifiers.append(RedTeamVerifier(sample=sample, model=model, learn_rubric=learn_rubric))
     on, sample = parse_mutation(mutation)
     if on:
-        verifiers.append(MutationVerifier(sample=sample, writer=mutant_writer))
+        verifiers.append(MutationVerifier(sample=sample, writer=mutant_writer, written=written))
     return verifiers
 
 

@@ -436,6 +436,28 @@ def test_the_red_teams_hacker_runs_on_the_engines_model_and_learns_only_where_to
     assert not [v for v in run_verifiers(ScriptedEngine(), EvolveConfig(red_team="off")) if isinstance(v, RedTeamVerifier)]
 
 
+def test_the_model_writes_near_misses_only_when_the_run_asks_for_them():
+    """Model-written mutants cost a call per candidate, and a recorded run replays only the calls it made: off
+    unless --model-mutants N, and then N per candidate on the engine's own runtime."""
+    from envevo.evolve import run_verifiers
+    from envevo.llm import ModelMutantWriter
+    from envevo.verify import MutationVerifier
+
+    class WithModel(ScriptedEngine):
+        capabilities = frozenset({Capability.USES_LLM})
+        runtime = object()
+
+    def mutation(engine, cfg):
+        (v,) = [v for v in run_verifiers(engine, cfg) if isinstance(v, MutationVerifier)]
+        return v
+
+    assert mutation(WithModel(), EvolveConfig(mutation="on")).writer is None
+    asked = mutation(WithModel(), EvolveConfig(mutation="on", model_mutants=2))
+    assert isinstance(asked.writer, ModelMutantWriter) and asked.writer.runtime is WithModel.runtime
+    assert asked.written == 2
+    assert mutation(ScriptedEngine(), EvolveConfig(mutation="on", model_mutants=2)).writer is None  # no model
+
+
 def test_event_stages_are_an_enum_that_prints_and_compares_as_the_old_strings(tmp_path):
     events = []
     store = LineageStore.open(tmp_path / "run")

@@ -69,7 +69,9 @@ def test_one_llm_generation_of_log_forensics_is_verified_in_containers_and_store
     assert any('"last_exfil_utc": "2024-03-13T20:16:17Z"' in c for c in results)
     assert any("would escape the task directory" in c for c in results)
     assert results[-1].startswith("PASSED")  # the Modifier's own run of the oracle and invalid-test verifiers
-    assert {t.role for t in store.usage_totals("log-forensics")} == {"proposer", "reviewer", "modifier", "judge"}
+    # The hacker's attack on the candidate is billed to the lineage (its budget covers it).
+    assert {t.role for t in store.usage_totals("log-forensics")} == {"proposer", "reviewer", "modifier", "judge",
+                                                                      "hacker"}
     store.close()
 
 
