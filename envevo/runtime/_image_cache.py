@@ -72,6 +72,10 @@ async def build_cached_image(engine: str, env_dir: Path, *, force: bool = False,
         state[0] += 1
         try:
             ok, output = await _build(engine, env_dir, tag, extra_args, timeout)
+            if not ok and _STORE_CHANGED in output.lower():
+                # Another process's prune removed a layer this build's cache lookup had found: the store is
+                # consistent again, so building once more reuses what is left and rebuilds the rest.
+                ok, output = await _build(engine, env_dir, tag, extra_args, timeout)
         finally:
             state[0] -= 1
         if ok:
@@ -106,6 +110,8 @@ async def _build(engine: str, env_dir: Path, tag: str, extra_args: list[str] | N
         return code == 0, out.decode(errors="replace")
 
 
+# podman's word for a layer removed under a running build (a prune by another process).
+_STORE_CHANGED = "layer not known"
 # podman prints "--> <id>" after each step it commits; a failed build leaves those layers behind, untagged.
 _STEP_IMAGE = re.compile(r"^--> ([0-9a-f]{6,64})\s*$", re.M)
 
