@@ -32,6 +32,5 @@ class DrivenAgent(EnvevoAgent):
         context.metadata = dict(result.metadata)
         context.n_input_tokens = context.n_output_tokens = 0
         context.cost_usd = 0.0
-        self.logs_dir.mkdir(parents=True, exist_ok=True)
         for name, text in result.logs.items():
-            (self.logs_dir / name).write_text(text)
+            self._write_log(name, text)

@@ -41,9 +41,8 @@ class ScriptedAgent(EnvevoAgent):
             code, text = r.return_code, (r.stdout or "") + (r.stderr or "")
         except RuntimeError as e:  # the environment's exec timeout
             code, text = 124, str(e)
-        self.logs_dir.mkdir(parents=True, exist_ok=True)
-        (self.logs_dir / SCRIPT_LOG).write_text(text)
-        (self.logs_dir / SCRIPT_RESULT).write_text(json.dumps({"label": self._label, "return_code": code}))
+        self._write_log(SCRIPT_LOG, text)
+        self._write_log(SCRIPT_RESULT, json.dumps({"label": self._label, "return_code": code}))
         context.metadata = {"n_turns": 1, "scripted": self._label, "return_code": code}
         context.n_input_tokens = context.n_output_tokens = 0
         context.cost_usd = 0.0
