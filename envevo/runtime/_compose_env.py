@@ -8,6 +8,9 @@ When the host's CA bundle is trusted (envevo/runtime/_host_ca.py), a second over
 variables and the read-only mount at run time, and every service that builds (podman) a copy of its Dockerfile that
 declares them as ARGs, with the values as build args; podman-compose mounts the folder into the RUN steps
 (`--podman-build-args`). The task's files are not changed.
+
+The main service's downloads go through envevo's archive extraction (envevo/runtime/_compose_copy.py), not Harbor's
+`compose cp` into the host dir.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from harbor.environments.docker.docker import DockerEnvironment
 from harbor.environments.podman import PodmanEnvironment
 
 from envevo.runtime import _host_ca
+from envevo.runtime._compose_copy import ArchiveDownloads
 
 _INTERNAL_OVERLAY = "networks:\n  default:\n    internal: true\n"
 
@@ -132,9 +136,9 @@ def trust_overlay(env_dir: Path, folder: Path, *, builds: bool, prebuilt: bool) 
     return {"services": out}
 
 
-class PodmanComposeEnvironment(_NoNetworkCompose, PodmanEnvironment):
+class PodmanComposeEnvironment(ArchiveDownloads, _NoNetworkCompose, PodmanEnvironment):
     _engine = "podman"
 
 
-class DockerComposeEnvironment(_NoNetworkCompose, DockerEnvironment):
+class DockerComposeEnvironment(ArchiveDownloads, _NoNetworkCompose, DockerEnvironment):
     pass

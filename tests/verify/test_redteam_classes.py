@@ -106,9 +106,3 @@ def test_hardened_seeds_resist_the_code_the_verifier_runs(sandbox, tmp_path):
         assert rep.passed, (v.task, rep.reasons)
         assert [(o.reward, o.error_kind) for o in rep.runs] == [(0.0, ErrorKind.OK)], (v.task, rep.runs)
 
-
-def test_fifo_logs_starts_no_trial_on_a_compose_task():
-    """Harbor's compose environments still bind-mount the host's log dirs: a FIFO there blocks Harbor's own host-side
-    reads, Ctrl-C included, so the exploit would hang the run instead of testing the task (docs/sandbox.md)."""
-    assert get_exploit("fifo_logs").script(load_task(FIXTURES / "realistic" / "compose")) is None
-    assert get_exploit("fifo_logs").script(load_task(HACKABLE / "detached_daemon"))  # no compose file: it runs

@@ -1,0 +1,49 @@
+"""Copying out of a compose task's main service the way envevo's local environment does (docs/sandbox.md).
+
+Harbor's compose environments download with `compose cp` or `podman cp CTR:PATH HOSTDIR`, which recreate on the
+host whatever the container made: a symlink (a later host write by name follows it, as root), a FIFO (a later host
+read or write blocks the run, Ctrl-C included), a sparse giant (expanded on the host disk). Here the main service's
+downloads are one `podman cp CTR:PATH -` tar stream that the host extracts itself (envevo/runtime/_archive.py:
+regular files and directories only, per-file and per-sandbox caps, a time bound). Sidecar services keep Harbor's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from envevo.runtime import _archive
+
+MAIN_SERVICE = "main"
+
+
+class ArchiveDownloads:
+    """Mixin over a Harbor compose environment: the main service's downloads through the archive extraction."""
+
+    _engine = "docker"
+    _platform: Any  # Harbor's platform helper, which resolves a service's container
+    logger: Any
+
+    async def download_file(self, source_path: str, target_path: Path | str) -> None:
+        Path(target_path).parent.mkdir(parents=True, exist_ok=True)
+        await self._copy_out(source_path, Path(target_path), single_file=True)
+
+    async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
+        await self._copy_out(source_dir.rstrip("/") or "/", Path(target_dir), single_file=False)
+
+    async def _copy_out(self, source: str, target: Path, *, single_file: bool) -> None:
+        budget = self.__dict__.setdefault("_envevo_copy_budget", _archive.CopyBudget())
+        container = await self._platform._resolve_service_container(MAIN_SERVICE)
+
+        def run() -> _archive.CopyReport:
+            copy = _archive.Copy(self._engine, container, source, budget.limits.timeout_sec)
+            return copy.finish(target, single_file=single_file, budget=budget)
+
+        report = await asyncio.to_thread(run)
+        for line in report.notes(source):
+            self.logger.warning(line)
+        if report.error is not None:
+            raise RuntimeError(f"{self._engine} cp {source} failed: {report.error}")
+        if single_file and report.files == 0:
+            raise RuntimeError(f"{source} was not copied: {report.stopped or '; '.join(report.dropped) or 'empty archive'}")
