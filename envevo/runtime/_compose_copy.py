@@ -4,7 +4,8 @@ Harbor's compose environments download with `compose cp` or `podman cp CTR:PATH 
 host whatever the container made: a symlink (a later host write by name follows it, as root), a FIFO (a later host
 read or write blocks the run, Ctrl-C included), a sparse giant (expanded on the host disk). Here the main service's
 downloads are one `podman cp CTR:PATH -` tar stream that the host extracts itself (envevo/runtime/_archive.py:
-regular files and directories only, per-file and per-sandbox caps, a time bound). Sidecar services keep Harbor's.
+regular files and directories only, per-file and per-sandbox caps, a time bound). Sidecar services' downloads (their
+declared artifacts and collect-hook outputs) go the same way.
 """
 
 from __future__ import annotations
@@ -32,9 +33,18 @@ class ArchiveDownloads:
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
         await self._copy_out(source_dir.rstrip("/") or "/", Path(target_dir), single_file=False)
 
-    async def _copy_out(self, source: str, target: Path, *, single_file: bool) -> None:
+    async def service_download_file(self, source_path: str, target_path: Path | str, *,
+                                    service: str | None = None) -> None:
+        Path(target_path).parent.mkdir(parents=True, exist_ok=True)
+        await self._copy_out(source_path, Path(target_path), single_file=True, service=service or MAIN_SERVICE)
+
+    async def service_download_dir(self, source_dir: str, target_dir: Path | str, *, service: str | None = None) -> None:
+        await self._copy_out(source_dir.rstrip("/") or "/", Path(target_dir), single_file=False,
+                             service=service or MAIN_SERVICE)
+
+    async def _copy_out(self, source: str, target: Path, *, single_file: bool, service: str = MAIN_SERVICE) -> None:
         budget = self.__dict__.setdefault("_envevo_copy_budget", _archive.CopyBudget())
-        container = await self._platform._resolve_service_container(MAIN_SERVICE)
+        container = await self._platform._resolve_service_container(service)
 
         def run() -> _archive.CopyReport:
             copy = _archive.Copy(self._engine, container, source, budget.limits.timeout_sec)

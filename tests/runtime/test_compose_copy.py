@@ -14,8 +14,7 @@ from tests.runtime.test_local_env_calls import engine  # noqa: F401 (the fake en
 
 class _Platform:
     async def _resolve_service_container(self, service: str) -> str:
-        assert service == "main"
-        return "ctr"
+        return "ctr" if service == "main" else f"ctr-{service}"
 
 
 class _Compose(ArchiveDownloads):
@@ -46,3 +45,13 @@ def test_links_and_fifos_in_the_containers_logs_never_reach_the_host(tmp_path, e
     assert (target / "trajectory.json").read_text() == "[]\n"
     assert not os.path.lexists(target / "exit-code.txt") and not os.path.lexists(target / "script.log")
     assert [a[:2] for a in engine("cp")] == [["cp", "ctr:/logs/agent"]]
+
+
+def test_a_sidecars_artifact_comes_out_the_same_way(tmp_path, engine):  # noqa: F811
+    (tmp_path / "container" / "data").mkdir()
+    (tmp_path / "container" / "data" / "dump.sql").write_text("x\n")
+    os.mkfifo(tmp_path / "container" / "data" / "pipe")
+    target = tmp_path / "arts" / "data"
+    asyncio.run(_Compose().service_download_dir("/data", target, service="db"))
+    assert (target / "dump.sql").read_text() == "x\n" and not os.path.lexists(target / "pipe")
+    assert [a[:2] for a in engine("cp")] == [["cp", "ctr-db:/data"]]
