@@ -77,6 +77,15 @@ class CopyReport(BaseModel):
         return lines
 
 
+def raise_for(report: CopyReport, engine: str, source: str, *, single_file: bool) -> None:
+    """The error of a copy out that brought nothing usable: the engine failed, or a file was asked for and what came
+    was a link, a FIFO or a giant."""
+    if report.error is not None:
+        raise RuntimeError(f"{engine} cp {source} failed: {report.error}")
+    if single_file and report.files == 0:
+        raise RuntimeError(f"{source} was not copied: {report.stopped or '; '.join(report.dropped) or 'empty archive'}")
+
+
 class CopyError(RuntimeError):
     """The engine could not read the path at all (no such container or path)."""
 

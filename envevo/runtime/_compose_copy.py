@@ -53,7 +53,4 @@ class ArchiveDownloads:
         report = await asyncio.to_thread(run)
         for line in report.notes(source):
             self.logger.warning(line)
-        if report.error is not None:
-            raise RuntimeError(f"{self._engine} cp {source} failed: {report.error}")
-        if single_file and report.files == 0:
-            raise RuntimeError(f"{source} was not copied: {report.stopped or '; '.join(report.dropped) or 'empty archive'}")
+        _archive.raise_for(report, self._engine, source, single_file=single_file)

@@ -45,10 +45,7 @@ class CopyingEnvironment(PreparingEnvironment):
         report = await asyncio.to_thread(run)
         for line in report.notes(source):
             self._note(line)
-        if report.error is not None:
-            raise RuntimeError(f"{self.engine} cp {source} failed: {report.error}")
-        if single_file and report.files == 0:  # a link, FIFO or giant where a file was asked for
-            raise RuntimeError(f"{source} was not copied: {report.stopped or '; '.join(report.dropped) or 'empty archive'}")
+        _archive.raise_for(report, self.engine, source, single_file=single_file)
 
     async def download_file(self, source_path: str, target_path: Path | str) -> None:
         target = Path(target_path)
