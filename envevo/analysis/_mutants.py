@@ -22,7 +22,9 @@ def mutant_scores(store: Any, lineage_id: str) -> dict[int, dict[str, Any]]:
 
 
 def killed_text(metrics: dict[str, Any] | None) -> str:
-    """'k/n' (n near-miss solutions run, k scored 0), or '' when none ran."""
-    if not metrics or not metrics.get("run"):
+    """'k/n' (n near-miss solutions judged: run, or killed in the parent on the same inputs and reused; k of them
+    scored 0), or '' when none was judged. `killed` counts the reused ones, so n must too."""
+    judged = (metrics or {}).get("run", 0) + (metrics or {}).get("reused", 0)
+    if not judged:
         return ""
-    return f"{metrics.get('killed', 0)}/{metrics['run']}"
+    return f"{(metrics or {}).get('killed', 0)}/{judged}"
