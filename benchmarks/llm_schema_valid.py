@@ -122,6 +122,9 @@ def _kind(reason: str) -> str:
     return re.sub(r"\s+", " ", reason)[:60]
 
 
+_RUNTIMES: list[Any] = []  # kept to the end: a runtime collected in the next sample's loop closes its client there
+
+
 async def sample(base: str, mode: str, cap: int, answer_sec: float, q: tuple[type, str, str, str]) -> tuple[bool, str, int, float]:
     """One answer: (schema-valid, why not, output tokens, seconds)."""
     from envevo.llm import LLMRuntime, LLMSettings, RoleFailed, RoleSettings
@@ -130,6 +133,7 @@ async def sample(base: str, mode: str, cap: int, answer_sec: float, q: tuple[typ
     runtime = LLMRuntime(LLMSettings(model=SERVED, base_url=base + "/v1", output_mode=mode, output_retries=0,
                                      answer_timeout_sec=answer_sec, retry_budget_sec=60, max_backoff_sec=5,
                                      roles={role: RoleSettings(max_output_tokens=cap)}))
+    _RUNTIMES.append(runtime)
     agent = runtime.agent(role, output_type, instructions)
     t0 = time.monotonic()
     try:

@@ -121,6 +121,11 @@ RecordDir = Annotated[Path | None, typer.Option("--record", help="Save every mod
 ReplayDir = Annotated[Path | None, typer.Option("--replay", help="Answer every model request from a recording "
                                                 "made with --record, offline.", rich_help_panel=LLM)]
 
+ModelMutants = Annotated[int, typer.Option("--model-mutants", min=0, rich_help_panel=LLM,
+                                           help="Near-miss solutions the model writes per task (one step done with a "
+                                                "common mistake), run by the mutation verifier beside the generated "
+                                                "ones; needs --mutation. 0: none. Each costs a model call.")]
+
 # ---- scale-out (docs/scale.md) ----------------------------------------------------------------------------
 SCALE = "Scale-out (docs/scale.md)"
 ExecutorName = Annotated[str, typer.Option("--executor", help="asyncio (this process) or ray (each unit of work a "

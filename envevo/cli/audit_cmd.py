@@ -20,7 +20,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from envevo.cli import _options as o
-from envevo.cli._common import STATUS, check_red_team, err, out, preflight, print_json, progress, user_errors
+from envevo.cli._common import STATUS, check_red_team, err, out, preflight, print_json, progress, usage_table, user_errors
+from envevo.cli._verifier_model import model_usage, verification_model
 from envevo.cli.verify_cmd import check_mutation
 from envevo.errors import UserError
 from envevo.verify import AUDIT_RESULTS as RESULTS
@@ -58,6 +59,10 @@ def audit(
     concurrency: o.Concurrency = o.CONCURRENCY,
     image_map: o.ImageMapOpt = [],  # noqa: B006 (typer copies list defaults)
     config: o.ConfigFile = None,
+    model: o.Model = None,
+    base_url: o.BaseUrl = None,
+    api_key_env: o.ApiKeyEnv = None,
+    model_mutants: o.ModelMutants = 0,
     json_out: o.Json = False,
     executor_name: o.ExecutorName = o.EXECUTOR,
     ray_address: o.RayAddress = None,
@@ -65,15 +70,19 @@ def audit(
     start_rate: o.StartRate = None,
 ) -> None:
     """Audit tasks for soundness and reward hacks: per task, which verifier failed, which exploit broke it, and its
-    mutation score (near-miss solutions killed of those run) with the surviving mutants by name.
+    mutation score (near-miss solutions killed of those run) with the surviving mutants by name. The red team's LLM
+    hacker and --model-mutants use --model (else the judge's model of --config's [llm]).
 
-    --json prints {tasks: [...], summary: {...}}."""
+    --json prints {tasks: [...], summary: {...}, results: PATH, usage: [...]}."""
+    from envevo.llm import verifiers_with_model
     from envevo.sandbox import runnable_copy
     from envevo.task import load_image_map, load_task_args, unique_by_hash
-    from envevo.verify import audit_record, default_verifiers, end_torn_line, record_reasons, verify_tasks
+    from envevo.verify import audit_record, end_torn_line, record_reasons, verify_tasks
 
     check_red_team(red_team)
     check_mutation(mutation)
+    runtime = verification_model(config, model, base_url, api_key_env, red_team=red_team, mutation=mutation,
+                                 model_mutants=model_mutants)
     out_dir = out_dir.resolve()
     results = out_dir / RESULTS
     if results.is_file() and not resume:
@@ -90,7 +99,8 @@ def audit(
         err.print(f"resuming: {len(loaded) - len(todo)} of {len(loaded)} task(s) already audited in {results}")
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs = out_dir / "trials"
-    verifiers = default_verifiers(repeats, red_team=red_team, mutation=mutation)
+    verifiers = verifiers_with_model(repeats, red_team=red_team, mutation=mutation, runtime=runtime,
+                                     written=model_mutants)
     t0 = time.monotonic()
 
     async def run_all(advance, sink) -> None:
@@ -120,10 +130,11 @@ def audit(
 
     records = [done[h] for h in dict.fromkeys(t.content_hash() for t in loaded)]
     summary = summarize(records)
+    usage = model_usage(runtime)  # this invocation's (a resumed audit's earlier calls are not counted again)
     if json_out:
         print_json({"tasks": [{k: r[k] for k in ("task", "hash", "source", "status", "broken_by", "hackable")}
                               | {"mutation": r.get("mutation"), "reasons": record_reasons(r)} for r in records],
-                    "summary": summary, "results": str(results)})
+                    "summary": summary, "results": str(results), "usage": usage})
     else:
         table = Table(title=f"envevo audit ({env}, red team {red_team}, mutation {mutation}, {len(records)} task(s), "
                             f"{wall:.0f} s)")
@@ -140,5 +151,7 @@ def audit(
                   f"hackable {summary['hackable']}/{summary['tasks']} ({100 * summary['hackable_fraction']:.0f}%); "
                   f"surviving mutants in {summary['mutant_survived']}/{summary['mutation_scored']} scored task(s)"
                   + (f" (mutation score {summary['mutation_score']})" if summary["mutation_score"] else ""))
+        if usage:
+            err.print(usage_table("LLM usage (the red team's hacker and the model's near misses)", usage))
         err.print(f"results: {results}")
     raise typer.Exit(0 if all(r["ok"] for r in records) else 1)

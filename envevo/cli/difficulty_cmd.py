@@ -142,18 +142,10 @@ def difficulty(
 def model_usage(records: list, p: ReferenceDistribution) -> list[dict[str, Any]]:
     """Calls, tokens and cost per role and model of every model this command asked: the extraction's metered records
     and the p_T estimator's (its meter's records; else its request count, tokens unknown, not 0)."""
+    from envevo.llm import usage_rows
+
     meter = getattr(p, "meter", None)
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
-    for r in [*records, *getattr(meter, "records", ())]:
-        t = rows.setdefault((r.role, r.model), {"role": r.role, "model": r.model, "calls": 0, "input_tokens": 0,
-                                                "output_tokens": 0, "cost_usd": None, "estimated_calls": 0})
-        t["calls"] += 1
-        t["estimated_calls"] += int(getattr(r, "estimated", False))
-        t["input_tokens"] += r.input_tokens
-        t["output_tokens"] += r.output_tokens
-        if r.cost_usd is not None:
-            t["cost_usd"] = (t["cost_usd"] or 0.0) + r.cost_usd
-    usage = list(rows.values())
+    usage = usage_rows([*records, *getattr(meter, "records", ())])
     requests = getattr(p, "requests", None)
     if meter is None and isinstance(requests, int) and requests:
         usage.append({"role": "p_T estimator", "model": getattr(p, "model", None), "calls": requests,

@@ -23,6 +23,7 @@ from envevo.cli._common import (
     renamed,
     user_errors,
 )
+from envevo.cli._verifier_model import verification_model
 from envevo.cli.verify_cmd import check_mutation
 from envevo.errors import UserError
 from envevo.evolve import EvolveConfig, Stage
@@ -112,11 +113,7 @@ def evolve(
                                                    "reaching it ends the lineage as budget_exhausted (resumable).")] = None,
     max_tokens: Annotated[int | None, typer.Option("--max-tokens", rich_help_panel=LLM,
                                                    help="Tokens per lineage, same behaviour.")] = None,
-    model_mutants: Annotated[int, typer.Option("--model-mutants", min=0, rich_help_panel=LLM,
-                                               help="Near-miss solutions the model writes per candidate (one step done "
-                                                    "with a common mistake), run by the mutation verifier beside the "
-                                                    "generated ones; 0: none. Each costs a model call.")
-                             ] = D.model_mutants,
+    model_mutants: o.ModelMutants = D.model_mutants,
     rubric: Annotated[list[Path], typer.Option("--rubric", rich_help_panel=LLM,
                                                help="An extra rubric TOML for the judge; repeatable.")] = [],  # noqa: B006
     price: o.PriceOption = [],  # noqa: B006
@@ -214,8 +211,16 @@ def evolve(
         err.print(f"targeting the weakness of {engine.target.agent}: "
                   + (", ".join(f"{k} δ={v:.2f}" for k, v in engine.target.weakest()) or "no δ > 0 yet (untargeted)"),
                   markup=False, highlight=False)
+    lent = None  # an engine without a model still lends one to the hacker and --model-mutants: --config's/--model's
     if uses_models(engine):
         engine.attach_store(store)  # usage rows per role; budgets resume from what the store recorded
+    else:
+        lent = verification_model(config, model, base_url, api_key_env, red_team=cfg.red_team, mutation=cfg.mutation,
+                                  model_mutants=cfg.model_mutants)
+        if lent is not None:
+            from envevo.llm import attach_store
+
+            attach_store(lent.meter, store)  # its calls are stored with the run's usage (outside lineages)
 
     lines = plain()  # stderr not a terminal (nohup, CI): plain lines, as the live bar would show nothing
     bar = Progress(TextColumn("{task.fields[lineage]}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -244,7 +249,7 @@ def evolve(
             lines.update(e.lineage, f"{e.lineage} {stage}")
 
     # The red team's LLM hacker on the run's model (metered with it), learning into --learn-rubric only when given.
-    verifiers = run_verifiers(engine, cfg, learn_rubric)
+    verifiers = run_verifiers(engine, cfg, learn_rubric, lent)
 
     async def main() -> None:
         # One event loop for the whole run: Harbor keeps loop-bound locks at module level.

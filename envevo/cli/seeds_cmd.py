@@ -21,8 +21,10 @@ from envevo.cli._common import (
     print_json,
     renamed,
     sub_app,
+    usage_table,
     user_errors,
 )
+from envevo.cli._verifier_model import model_usage, verification_model
 from envevo.errors import UserError
 from envevo.rollout import parse_fraction, rollout_reasons  # noqa: F401 (tests and scripts import them from here)
 
@@ -48,6 +50,11 @@ def select(
                                          "`evolve` to pass: oracle, invalid-test, red team, mutation.")] = True,
     red_team: o.RedTeam = o.RED_TEAM,
     mutation: o.Mutation = o.MUTATION,
+    config: o.ConfigFile = None,
+    model: o.Model = None,
+    base_url: o.BaseUrl = None,
+    api_key_env: o.ApiKeyEnv = None,
+    model_mutants: o.ModelMutants = 0,
     out_dir: Annotated[Path, o.out_option("Where the selected tasks and selection.json go.")] = Path("seeds"),
     json_out: o.Json = False,
     executor_name: o.ExecutorName = o.EXECUTOR,
@@ -56,7 +63,8 @@ def select(
     start_rate: o.StartRate = None,
 ) -> None:
     """Select seeds: hard for the agent (pass ≤ --max-pass, turns ≥ --min-turns) and sound by the verifiers that gate a
-    seed in `evolve` (oracle, invalid-test, red team, mutation)."""
+    seed in `evolve` (oracle, invalid-test, red team, mutation). The red team's LLM hacker and --model-mutants use
+    --model (else the judge's model of --config's [llm])."""
     from envevo.cli.verify_cmd import check_mutation
     from envevo.evolve import scale_out
     from envevo.rollout import select_seeds
@@ -67,13 +75,18 @@ def select(
         raise UserError("seeds select reads recorded rollouts: give the run that holds them with --run RUN")
     check_red_team(red_team)
     check_mutation(mutation)
-    if verify:  # only the verifiers start sandboxes here
+    runtime = None
+    if verify:  # only the verifiers start sandboxes (and ask a model) here
         scale_out(executor_name, ray_address, max_sandboxes, start_rate, trials=True)
+        runtime = verification_model(config, model, base_url, api_key_env, red_team=red_team, mutation=mutation,
+                                     model_mutants=model_mutants)
     doc = asyncio.run(select_seeds(tasks, run_dir, out_dir, max_pass=max_pass, min_turns=min_turns, agent=by_agent,
                                    verify=verify, env=env, concurrency=concurrency, red_team=red_team,
-                                   mutation=mutation, notify=lambda line: err.print(line, highlight=False, markup=False)))
+                                   mutation=mutation, model=runtime, model_mutants=model_mutants,
+                                   notify=lambda line: err.print(line, highlight=False, markup=False)))
+    usage = model_usage(runtime)
     if json_out:
-        print_json(doc)
+        print_json(doc | ({"usage": usage} if usage else {}))
         return
     table = Table(title=f"seed selection (pass ≤ {max_pass}, turns ≥ {min_turns:g}"
                   + (", verified" if verify else "") + ")" + (" — SIMULATED rollouts" if any(t["simulated"] for t in doc["tasks"]) else ""))
@@ -83,6 +96,8 @@ def select(
         table.add_row(escape(t["task"]), f"{t['passes']}/{t['n']}", fmt(t["mean_turns"], ".1f"),
                       "[green]yes[/]" if t["selected"] else "[red]no[/]", escape("; ".join(t["reasons"]) or "-"))
     out.print(table)
+    if usage:
+        err.print(usage_table("LLM usage (the red team's hacker and the model's near misses)", usage))
     err.print(f"selected {len(doc['selected'])} of {len(doc['tasks'])}: {out_dir / 'selection.json'}")
 
 

@@ -13,7 +13,19 @@ from rich.markup import escape
 from rich.table import Table
 
 from envevo.cli import _options as o
-from envevo.cli._common import STATUS, check_red_team, err, out, preflight, print_json, progress, user_errors, verifier_mark
+from envevo.cli._common import (
+    STATUS,
+    check_red_team,
+    err,
+    out,
+    preflight,
+    print_json,
+    progress,
+    usage_table,
+    user_errors,
+    verifier_mark,
+)
+from envevo.cli._verifier_model import model_usage, verification_model
 from envevo.errors import UserError
 
 
@@ -46,6 +58,10 @@ def verify(
     red_team: o.RedTeam = o.RED_TEAM,
     mutation: o.Mutation = o.MUTATION,
     learn_rubric: o.LearnRubric = None,
+    model: o.Model = None,
+    base_url: o.BaseUrl = None,
+    api_key_env: o.ApiKeyEnv = None,
+    model_mutants: o.ModelMutants = 0,
     json_out: o.Json = False,
     executor_name: o.ExecutorName = o.EXECUTOR,
     ray_address: o.RayAddress = None,
@@ -54,14 +70,18 @@ def verify(
 ) -> None:
     """Check each task in real containers: the reference solution passes (oracle), an empty one fails (invalid-test),
     with --red-team, no exploit passes, and with --mutation, no near-miss solution passes (its score: killed/total).
+    The red team's LLM hacker and --model-mutants use --model (else the judge's model of --config's [llm]).
 
     --json prints one list, one object per task."""
+    from envevo.llm import verifiers_with_model
     from envevo.sandbox import runnable_copy
     from envevo.task import first_duplicate, load_image_map, load_task_args
-    from envevo.verify import default_verifiers, unmet_on_host, verify_tasks
+    from envevo.verify import unmet_on_host, verify_tasks
 
     check_red_team(red_team)
     check_mutation(mutation)
+    runtime = verification_model(config, model, base_url, api_key_env, red_team=red_team, mutation=mutation,
+                                 model_mutants=model_mutants)
     preflight(env)
     from envevo.evolve import scale_out
 
@@ -78,7 +98,8 @@ def verify(
     prepared = {t.name: runnable_copy(t, env, mapping, jobs / "_tasks") for t in loaded}
     runnable = [(name, task_dir) for name, (task_dir, _) in prepared.items()]
 
-    verifiers = default_verifiers(repeats, red_team=red_team, mutation=mutation, learn_rubric=learn_rubric)
+    verifiers = verifiers_with_model(repeats, red_team=red_team, mutation=mutation, runtime=runtime,
+                                     learn_rubric=learn_rubric, written=model_mutants)
     total = sum(len(v.trial_specs(d, env, jobs / n)) for n, d in runnable if unmet_on_host(d) is None for v in verifiers)
     t0 = time.monotonic()
     with progress(f"verifying {len(runnable)} task(s)", total) as advance:
@@ -97,8 +118,10 @@ def verify(
             for rep in v.reports.values():
                 rep.reasons = [r.replace(f"--tasks {v.task_dir}", f"--tasks {originals[v.task]}") for r in rep.reasons]
 
+    usage = model_usage(runtime)
     if json_out:
-        print_json([v.summary() for v in verdicts])
+        # One object per task; the model's usage, which is the whole command's, rides on each as `command_usage`.
+        print_json([v.summary() | ({"command_usage": usage} if usage else {}) for v in verdicts])
     else:
         table = Table(title=f"envevo verify ({env}, oracle ×{repeats}, {wall:.0f} s)")
         extra = [(k, label) for k, label in (("red_team", "red team"), ("mutation", "mutation")) if k in verdicts[0].reports]
@@ -115,5 +138,7 @@ def verify(
         # Notes (an exploit skipped, and why) are the same for every task: said once.
         for note in dict.fromkeys(f"{name}: {n}" for v in verdicts for name, rep in v.reports.items() for n in rep.notes):
             err.print(f"note: {escape(note)}")
+        if usage:
+            err.print(usage_table("LLM usage (the red team's hacker and the model's near misses)", usage))
         err.print(f"trial logs: {jobs}")
     raise typer.Exit(0 if all(v.ok for v in verdicts) else 1)

@@ -38,6 +38,7 @@ from envevo.verify import (
 
 if TYPE_CHECKING:
     from envevo.evolve._executor import Executor
+    from envevo.llm import LLMRuntime
 
 
 def direction_order(seed: int, lineage: str, generation: int, allowed: list[Direction] | None = None) -> list[Direction]:
@@ -49,21 +50,23 @@ def direction_order(seed: int, lineage: str, generation: int, allowed: list[Dire
     return order
 
 
-def run_verifiers(engine: Engine, config: EvolveConfig, learn_rubric: Path | None = None) -> list[TrialVerifier]:
+def run_verifiers(engine: Engine, config: EvolveConfig, learn_rubric: Path | None = None,
+                  lent: LLMRuntime | None = None) -> list[TrialVerifier]:
     """The run's container verifiers. The red team's agent exploit (the LLM hacker) uses the engine's model runtime
-    when it has one, so its calls are metered, recorded and budgeted with the run's, and so does the mutation
-    verifier's writer of near misses (`model_mutants` per candidate, opt-in: each costs the model a call, and a
-    recorded run replays only the calls it made); `learn_rubric` (an explicit option) is where a hack it proves is
-    learned as a rubric criterion."""
-    runtime = engine.runtime if uses_models(engine) else None  # the engine contract, not an attribute lookup
-    writer = None
-    if runtime is not None and config.model_mutants:
-        from envevo.llm import ModelMutantWriter
+    when it has one, else `lent` (the model --config/--model name for an engine without one), so its calls are
+    metered and recorded with the run's, and so does the mutation verifier's writer of near misses (`model_mutants`
+    per candidate, opt-in: each costs the model a call, and a recorded run replays only the calls it made);
+    `learn_rubric` (an explicit option) is where a hack it proves is learned as a rubric criterion."""
+    runtime = engine.runtime if uses_models(engine) else lent  # the engine contract, not an attribute lookup
+    if runtime is None:
+        return default_verifiers(config.repeats, red_team=config.red_team, mutation=config.mutation,
+                                 learn_rubric=learn_rubric)
+    from envevo.llm import verifiers_with_model
 
-        writer = ModelMutantWriter(runtime)
-    return default_verifiers(config.repeats, red_team=config.red_team, mutation=config.mutation,
-                             model=runtime, learn_rubric=learn_rubric, mutant_writer=writer,
-                             written=config.model_mutants)
+    verifiers: list[TrialVerifier] = verifiers_with_model(
+        config.repeats, red_team=config.red_team, mutation=config.mutation, runtime=runtime, learn_rubric=learn_rubric,
+        written=config.model_mutants)
+    return verifiers
 
 
 class GenerationWork:

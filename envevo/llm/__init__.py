@@ -27,7 +27,7 @@ from envevo.llm._human import (
     resolve_version,
     reviews,
 )
-from envevo.llm._meter import Meter, Scope, UsageRecord
+from envevo.llm._meter import Meter, Scope, Tally, UsageRecord, usage_rows
 from envevo.llm._model_grammar import litellm_model, normalize_model
 from envevo.llm._overrides import parse_role_models, settings_with_options
 from envevo.llm._per_loop import PerLoop
@@ -84,7 +84,9 @@ __all__ = [
     "RoleSettings",
     "Rubric",
     "Scope",
+    "Tally",
     "UsageRecord",
+    "usage_rows",
     "append_criteria",
     "attach_store",
     "check_judgements",
@@ -109,6 +111,7 @@ __all__ = [
     "reviews",
     "role_failure",
     "score",
+    "verifiers_with_model",
 ]
 
 
@@ -123,4 +126,8 @@ def __getattr__(name: str):
         from envevo.llm._mutant_writer import ModelMutantWriter
 
         return ModelMutantWriter
+    if name == "verifiers_with_model":  # likewise
+        from envevo.llm._verifiers import verifiers_with_model
+
+        return verifiers_with_model
     raise AttributeError(f"module 'envevo.llm' has no attribute {name!r}")

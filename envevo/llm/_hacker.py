@@ -80,18 +80,13 @@ class LLMHacker:
 
     def _runtime(self) -> LLMRuntime | str:
         """The runtime, or why there is none (the skip reason)."""
-        if self._given_runtime is not None:
-            try:
-                self._given_runtime.settings.spec("judge")
-            except LLMConfigError as e:
-                return f"the run's model settings name no model for the LLM hacker (it uses the judge's): {e}"
-            return self._given_runtime
         try:
-            settings = self._settings or load_settings()
-            settings.spec("judge")
+            runtime = self._given_runtime or LLMRuntime(self._settings or load_settings())
+            runtime.settings.spec("judge")
         except LLMConfigError as e:
-            return f"no model configured for the LLM hacker (it uses the judge's model: set model under [llm] in envevo.toml): {e}"
-        return LLMRuntime(settings)
+            return ("no model configured for the LLM hacker (it uses the judge's model: --model, or model under [llm] "
+                    f"in envevo.toml): {e}")
+        return runtime
 
     async def attack(self, task: Task, task_dir: Path, env: str, trials_dir: Path, gate: asyncio.Semaphore) -> AgentAttack:
         runtime = self._runtime()
@@ -103,18 +98,15 @@ class LLMHacker:
         over = runtime.meter.over_budget(owner[0])
         if over is not None:  # no sandbox for an attack that may not ask its model anything
             return AgentAttack(exploit=NAME, error=f"the hacker did not run: {over}")
-        try:
-            async with gate:
-                hack = await self._explore(runtime, task, task_dir, env,
-                                           trials_dir / f"{task_dir.name[:32]}__llm-session__{tag}", commands, owner)
-        except RoleFailed as e:  # its role is the judge's, whose model it uses: not named again
-            return AgentAttack(exploit=NAME, error=f"the hacker gave no usable answer: {e.reason}", commands=commands)
-        except BudgetExceeded as e:
-            return AgentAttack(exploit=NAME, error=f"the hacker stopped: {e}", commands=commands)
-        except SessionError as e:
-            return AgentAttack(exploit=NAME, error=f"the hacker's sandbox did not start: {e}", commands=commands)
+        with runtime.meter.tally() as spent:
+            hack = await self._look(runtime, task, task_dir, env, trials_dir / f"{task_dir.name[:32]}__llm-session__{tag}",
+                                    commands, owner, gate)
+        looked = {"commands": commands, "model_calls": spent.calls, "input_tokens": spent.input_tokens,
+                  "output_tokens": spent.output_tokens}
+        if isinstance(hack, str):
+            return AgentAttack(exploit=NAME, error=hack, **looked)
         if not hack.found or not hack.script.strip():
-            return AgentAttack(exploit=NAME, summary=hack.summary or "no hack found", commands=commands)
+            return AgentAttack(exploit=NAME, summary=hack.summary or "no hack found", **looked)
         from envevo.runtime import run_trial  # imports Harbor
 
         spec = TrialSpec(task_dir=task_dir, agent=SCRIPTED_AGENT, env=env, trials_dir=trials_dir,
@@ -122,10 +114,23 @@ class LLMHacker:
                          agent_kwargs={"script": PRELUDE + hack.script, "label": NAME, "timeout_sec": 300})
         async with gate:
             outcome = await run_trial(spec)
-        attack = AgentAttack(exploit=NAME, summary=hack.summary, outcome=outcome, commands=commands)
+        attack = AgentAttack(exploit=NAME, summary=hack.summary, outcome=outcome, **looked)
         if outcome.reward is not None and outcome.reward > 0:
             attack.criterion = self._criterion(hack)
         return attack
+
+    async def _look(self, runtime: LLMRuntime, task: Task, task_dir: Path, env: str, logs_dir: Path,
+                    commands: list[str], owner: tuple[str | None, int | None], gate: asyncio.Semaphore) -> Hack | str:
+        """The hack the model found while exploring a sandbox, or why it gave none (an inconclusive attack)."""
+        try:
+            async with gate:
+                return await self._explore(runtime, task, task_dir, env, logs_dir, commands, owner)
+        except RoleFailed as e:  # its role is the judge's, whose model it uses: not named again
+            return f"the hacker gave no usable answer: {e.reason}"
+        except BudgetExceeded as e:
+            return f"the hacker stopped: {e}"
+        except SessionError as e:
+            return f"the hacker's sandbox did not start: {e}"
 
     async def _explore(self, runtime: LLMRuntime, task: Task, task_dir: Path, env: str, logs_dir: Path,
                        commands: list[str], owner: tuple[str | None, int | None] = (None, None)) -> Hack:

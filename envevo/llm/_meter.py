@@ -12,10 +12,11 @@ genai-prices (most self-hosted models), instead of metering it at $0.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -51,6 +52,19 @@ class Spent:
 _scope: ContextVar[Scope | None] = ContextVar("envevo_llm_scope", default=None)
 
 
+@dataclass
+class Tally:
+    """The usage of one piece of work (an attack on one task), counted while it runs beside others."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+# The tallies open in this context (`Meter.tally`): each counts every response recorded under it, whatever its role.
+_tallies: ContextVar[tuple[Tally, ...]] = ContextVar("envevo_llm_tallies", default=())
+
+
 class Meter:
     """Accumulates usage, enforces caps, and hands each record to `on_usage` (e.g. the lineage store)."""
 
@@ -74,6 +88,18 @@ class Meter:
             yield s
         finally:
             _scope.reset(token)
+
+    @staticmethod
+    @contextmanager
+    def tally() -> Iterator[Tally]:
+        """Count the responses recorded in this context (and the tasks it starts) until the block ends: the work of
+        one task among many running at once, which a role or lineage scope cannot tell apart."""
+        t = Tally()
+        token = _tallies.set((*_tallies.get(), t))
+        try:
+            yield t
+        finally:
+            _tallies.reset(token)
 
     @staticmethod
     def current() -> Scope:
@@ -113,6 +139,10 @@ class Meter:
         s = self._spent.setdefault(scope.lineage, Spent())
         s.tokens += input_tokens + output_tokens
         s.cost_usd += cost_usd or 0.0
+        for t in _tallies.get():
+            t.calls += 1
+            t.input_tokens += input_tokens
+            t.output_tokens += output_tokens
         if self.on_usage is not None:
             self.on_usage(rec)
         return rec
@@ -127,6 +157,23 @@ class Meter:
             t["output_tokens"] += r.output_tokens
             t["cost_usd"] += r.cost_usd or 0.0
         return out
+
+
+def usage_rows(records: Iterable[UsageRecord]) -> list[dict[str, Any]]:
+    """Calls, tokens and cost per (role, model), in first-seen order: the usage table a command prints. A cost is None
+    unless some response had one; `estimated_calls` counts answers abandoned mid-stream, whose tokens were counted
+    from what arrived."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in records:
+        t = rows.setdefault((r.role, r.model), {"role": r.role, "model": r.model, "calls": 0, "input_tokens": 0,
+                                                "output_tokens": 0, "cost_usd": None, "estimated_calls": 0})
+        t["calls"] += 1
+        t["estimated_calls"] += int(r.estimated)
+        t["input_tokens"] += r.input_tokens
+        t["output_tokens"] += r.output_tokens
+        if r.cost_usd is not None:
+            t["cost_usd"] = (t["cost_usd"] or 0.0) + r.cost_usd
+    return list(rows.values())
 
 
 def estimate_tokens(text: str) -> int:

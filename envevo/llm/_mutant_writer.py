@@ -4,7 +4,8 @@ The model reads the instruction (the plan: its steps) and the reference solve.sh
 variants, each doing one step with the mistake an agent commonly makes there. The answer is structured
 (`WrittenMutant`s, through the role's output mode). The mutation verifier checks each one on the host without
 running it (not a copy of solve.sh once comments and whitespace are dropped, bash by a pure-python scan) and runs
-the rest in the sandbox like every other mutant. The calls use the judge's model and are metered as `mutant`.
+the rest in the sandbox like every other mutant. The calls use the judge's model and are metered as `mutant`, billed to the
+lineage generation that made the task (outside lineages when none did, as under `envevo verify`).
 """
 
 from __future__ import annotations
@@ -48,13 +49,18 @@ class ModelMutantWriter:
 
     async def write(self, task: Task, n: int) -> tuple[list[WrittenMutant], str | None]:
         """Up to n near misses, or none and why (the model gave nothing usable, or the run's budget is spent)."""
+        # Billed to the lineage generation that made the task (as the hacker is), and not asked once its budget is spent.
+        lineage, generation = self.runtime.owner(task.content_hash())
+        over = self.runtime.meter.over_budget(lineage)
+        if over is not None:
+            return [], over
         reference = task.read_text("solution/solve.sh")
         agent = self.runtime.agent(self.role, NearMisses, INSTRUCTIONS.replace("{n}", str(n)))
         prompt = (f"Task {task.name}. Its instruction:\n\n{task.instruction}\n\nThe reference solution/solve.sh:\n\n"
                   f"```bash\n{reference[:_SCRIPT_CHARS]}\n```")
         try:
             out = await self.runtime.run(agent, prompt, role=self.role, meter_as=METER_AS,
-                                         request_limit=self.request_limit)
+                                         request_limit=self.request_limit, lineage=lineage, generation=generation)
         except (RoleFailed, BudgetExceeded) as e:
             return [], str(e)
         return out.mutants[:n], None

@@ -7,12 +7,15 @@ import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envevo.errors import UserError
 from envevo.rollout._run import dir_targets
 from envevo.rollout._stats import RolloutSummary, summarize
 from envevo.task import expand_task_dirs
+
+if TYPE_CHECKING:
+    from envevo.llm import LLMRuntime
 
 
 def parse_fraction(text: str) -> float:
@@ -42,12 +45,13 @@ def rollout_reasons(summary: RolloutSummary, max_pass: float, min_turns: float) 
 
 async def select_seeds(tasks: list[Path], rollouts_run: Path, out_dir: Path, *, max_pass: str = "4/8", min_turns: float = 30,
                  agent: str | None = None, verify: bool = True, env: str = "podman", concurrency: int = 3,
-                 red_team: str | None = None, mutation: str | None = None,
-                 notify: Callable[[str], None] | None = None) -> dict[str, Any]:
+                 red_team: str | None = None, mutation: str | None = None, model: LLMRuntime | None = None,
+                 model_mutants: int = 0, notify: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Select seeds among `tasks` by the rollouts stored in `rollouts_run`; returns the selection.json document.
 
     `verify` checks the survivors with the verifiers `evolve` gates a seed with (red team and mutation default to
-    evolve's), so a selected seed does not then end its lineage at the seed gate. Async because verifying runs
+    evolve's), so a selected seed does not then end its lineage at the seed gate; `model` is the command's model, lent
+    to the red team's hacker and (`model_mutants` per task) to the writer of near misses. Async because verifying runs
     trials: the caller owns the one event loop of its command (Harbor keeps loop-bound locks)."""
     from envevo.store import LineageStore
 
@@ -67,12 +71,13 @@ async def select_seeds(tasks: list[Path], rollouts_run: Path, out_dir: Path, *, 
         results.append({"task": t.name, "path": str(t.task_dir), "summary": s, "reasons": rollout_reasons(s, limit, min_turns)})
     if verify and (survivors := [r for r in results if not r["reasons"]]):
         from envevo.evolve import EvolveConfig
+        from envevo.llm import verifiers_with_model
         from envevo.sandbox import preflight
-        from envevo.verify import default_verifiers, verify_tasks
+        from envevo.verify import verify_tasks
 
         gate = EvolveConfig()
-        verifiers = default_verifiers(gate.repeats, red_team=red_team or gate.red_team,
-                                      mutation=mutation or gate.mutation)
+        verifiers = verifiers_with_model(gate.repeats, red_team=red_team or gate.red_team,
+                                         mutation=mutation or gate.mutation, runtime=model, written=model_mutants)
         preflight(env, notify)
         jobs = (out_dir / "_verify").resolve()
         verdicts = await verify_tasks([(r["task"].replace("/", "__"), Path(r["path"])) for r in survivors], jobs,

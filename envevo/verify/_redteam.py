@@ -233,7 +233,8 @@ def _tried_note(a: AgentAttack) -> str:
     else:
         came = f"its hack replayed as a trial: reward {o.reward if o.reward is not None else o.error_kind.value}"
     shown = "; ".join(" ".join(c.split())[:80] for c in a.commands[:8]) + (" …" if len(a.commands) > 8 else "")
-    return f"{a.exploit}: ran {len(a.commands)} command(s){': ' + shown if shown else ''}; {came}"
+    spent = f" ({a.model_calls} model call(s), {a.input_tokens}+{a.output_tokens} tokens)" if a.model_calls else ""
+    return f"{a.exploit}: ran {len(a.commands)} command(s){': ' + shown if shown else ''}; {came}{spent}"
 
 
 def _judge_attack(source: str, a: AgentAttack, broken: list[tuple[Finding, str]], unknown: list[tuple[Finding, str]],

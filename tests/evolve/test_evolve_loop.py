@@ -458,6 +458,28 @@ def test_the_model_writes_near_misses_only_when_the_run_asks_for_them():
     assert mutation(ScriptedEngine(), EvolveConfig(mutation="on", model_mutants=2)).writer is None  # no model
 
 
+def test_an_engine_without_a_model_lends_the_runs_model_to_the_hacker_and_the_mutant_writer():
+    """The procedural engine has no model; the one --config/--model name (issue 25: not ./envevo.toml read behind the
+    command line's back) goes to the hacker and to --model-mutants. An engine's own model comes first."""
+    from envevo.evolve import run_verifiers
+    from envevo.llm import LLMRuntime, LLMSettings
+    from envevo.verify import MutationVerifier, RedTeamVerifier
+
+    lent = LLMRuntime(LLMSettings(model="openai:lent"))
+    cfg = EvolveConfig(red_team="on", mutation="on", model_mutants=1)
+    verifiers = run_verifiers(ScriptedEngine(), cfg, None, lent)
+    (red,) = [v for v in verifiers if isinstance(v, RedTeamVerifier)]
+    (mut,) = [v for v in verifiers if isinstance(v, MutationVerifier)]
+    assert red._agent_options == {"runtime": lent} and mut.writer is not None and mut.writer.runtime is lent
+
+    class WithModel(ScriptedEngine):
+        capabilities = frozenset({Capability.USES_LLM})
+        runtime = object()
+
+    (red,) = [v for v in run_verifiers(WithModel(), cfg, None, lent) if isinstance(v, RedTeamVerifier)]
+    assert red._agent_options == {"runtime": WithModel.runtime}
+
+
 def test_event_stages_are_an_enum_that_prints_and_compares_as_the_old_strings(tmp_path):
     events = []
     store = LineageStore.open(tmp_path / "run")

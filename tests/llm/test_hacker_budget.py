@@ -43,3 +43,28 @@ def test_the_hackers_tokens_count_against_the_candidates_lineage(tmp_path, monke
     attack = _attack(rt, tmp_path)
     assert attack.error is not None and "did not run: lineage lin used 10000 tokens" in attack.error
     assert "--max-tokens" in attack.error and len(opened) == 1
+
+
+def test_each_attack_reports_its_own_model_usage_when_attacks_run_at_once(tmp_path, monkeypatch):
+    """Attacks on many tasks share one runtime and run concurrently; each verdict's note gives that attack's calls and
+    tokens (a tally per attack, not the runtime's running total)."""
+
+    @asynccontextmanager
+    async def session(task_dir, env, logs_dir=None):
+        yield _Session()
+
+    monkeypatch.setattr(hacker_module, "open_session", session)
+    judge = scripted({"found": False, "summary": "a"}, {"found": False, "summary": "b"}, {"found": False, "summary": "c"})
+    rt = LLMRuntime(LLMSettings(model="openai:m"), models={"judge": judge})
+    task = load_task(lf.SEED)
+
+    async def three():
+        gate = asyncio.Semaphore(3)
+        return await asyncio.gather(*(LLMHacker(runtime=rt).attack(task, lf.SEED, "podman", tmp_path / str(i), gate)
+                                      for i in range(3)))
+
+    attacks = asyncio.run(three())
+    assert len(rt.meter.records) == 3
+    assert [a.model_calls for a in attacks] == [1, 1, 1]
+    assert sum(a.input_tokens + a.output_tokens for a in attacks) == sum(
+        r.input_tokens + r.output_tokens for r in rt.meter.records) > 0

@@ -98,3 +98,18 @@ def test_the_verifier_runs_the_models_real_variants_in_the_sandbox_and_names_a_s
     [reason] = [r for r in rep.reasons if r.startswith("model-1:")]
     assert "survived" in reason and "grep -i error" in reason and "strengthen the tests" in reason
     assert any("model mutant 2 (step 2) rejected: a copy of solve.sh" in n for n in rep.notes)
+
+
+def test_the_writer_bills_the_lineage_that_made_the_task_and_stops_at_its_cap(tmp_path: Path) -> None:
+    runtime, model = _runtime({"mutants": [written(1, WRONG_STEP1)]})
+    runtime.meter.max_tokens = 50_000
+    runtime.owner = lambda _hash: ("lin", 3)
+    task = load_task(_task(tmp_path))
+    out, error = asyncio.run(ModelMutantWriter(runtime).write(task, 1))
+    assert error is None and len(out) == 1
+    (rec,) = runtime.meter.records
+    assert (rec.role, rec.lineage, rec.generation) == ("mutant", "lin", 3)
+
+    runtime.meter.preload("lin", 50_000, 0.0)  # that lineage's budget is spent: the model is not asked
+    out, error = asyncio.run(ModelMutantWriter(runtime).write(task, 1))
+    assert out == [] and error and "--max-tokens" in error and len(model.seen) == 1  # type: ignore[attr-defined]
