@@ -55,7 +55,7 @@ def make_seeds(work: Path, n: int, length: int) -> list[Path]:
     return seeds
 
 
-def evolve_all(jobs: list[tuple[Path, list[str]]], parallel: int, log: Path) -> None:
+def evolve_all(jobs: list[tuple[Path, list[str]]], parallel: int, log: Path, checks: list[str]) -> None:
     """`envevo evolve` for every (run dir, extra args), a few processes at once (each resumes if stored)."""
     pending, running = list(jobs), []
     while pending or running:
@@ -63,7 +63,7 @@ def evolve_all(jobs: list[tuple[Path, list[str]]], parallel: int, log: Path) -> 
             run, args = pending.pop(0)
             f = (log.parent / f"evolve-{run.name}.log").open("w")
             running.append((run, subprocess.Popen([*CLI, "evolve", *args, "--run", str(run), "--seed", str(RUN_SEED),
-                                                   "--resume", "--trial-concurrency", "2"], stdout=f, stderr=f, cwd=ROOT)))
+                                                   "--resume", "--trial-concurrency", "2", *checks], stdout=f, stderr=f, cwd=ROOT)))
         time.sleep(2)
         for item in list(running):
             run, p = item
@@ -103,6 +103,9 @@ def main() -> None:
     ap.add_argument("--single-step-seeds", type=int, default=1, help="seeds for the single-step direction runs (0: skip)")
     ap.add_argument("--single-step-k", type=int, default=None, help="rollouts per version in the single-step runs (default: -k)")
     ap.add_argument("--concurrency", type=int, default=3, help="trials at once during rollouts")
+    ap.add_argument("--red-team", default="on", help="evolve's --red-team (on, off, sample:N): the exploits cost about 11 "
+                    "trials per candidate and do not change a version's difficulty")
+    ap.add_argument("--mutation", default="sample:4", help="evolve's --mutation (on, off, sample:N)")
     ap.add_argument("--json", action="store_true", help="print the analyses as JSON at the end")
     a = ap.parse_args()
 
@@ -120,7 +123,7 @@ def main() -> None:
     jobs += [(run, [*map(str, seeds[:a.single_step_seeds]), "--effort", "high", "--generations", "1", "--directions", d])
              for d, run in direction_runs.items()]
     print(f"evolving {len(jobs)} runs ({', '.join(r.name for r, _ in jobs)}) …", flush=True)
-    evolve_all(jobs, parallel=3, log=log)
+    evolve_all(jobs, parallel=3, log=log, checks=["--red-team", a.red_team, "--mutation", a.mutation])
     print(f"  evolved in {time.time() - t0:.0f} s", flush=True)
 
     sparse = set(range(0, a.generations + 1, max(1, a.every))) | {a.generations}

@@ -96,7 +96,10 @@ def parse_model(text: str, base_url: str | None = None, api_key_env: str | None 
     return ModelSpec(provider=provider, name=name, base_url=base_url or None, api_key_env=api_key_env)
 
 
-OutputMode = Literal["tool", "native", "prompted"]
+OutputMode = Literal["auto", "tool", "native", "prompted"]
+#: Servers that enforce a JSON-schema `response_format` with a grammar, as their `GET /models` names itself
+#: (`owned_by`): there `auto` asks structured answers as JSON schema (`native`), elsewhere as tool calls.
+GRAMMAR_SERVERS = frozenset({"llamacpp", "vllm", "sglang"})
 
 #: A role's output cap when `max_output_tokens` is unset: room for its largest answer several times over (a ξ or a
 #: plan of a few thousand tokens; a judge's reason per criterion; a Modifier turn writing a whole file) ...
@@ -159,7 +162,9 @@ class LLMSettings(BaseModel):
     openai_api: Literal["auto", "chat", "responses"] = Field(
         "auto", description="OpenAI's API: auto is Responses for OpenAI's own reasoning models, Chat Completions otherwise")
     output_mode: OutputMode = Field(
-        "tool", description="how structured answers are requested: tool calls, JSON-schema response_format, or prompt+parse")
+        "auto", description="how structured answers are requested: tool calls, JSON-schema response_format, or "
+                            "prompt+parse; auto: JSON schema on a server that enforces it (llama.cpp, vLLM, SGLang, "
+                            "found by the preflight), tool calls elsewhere")
     max_cost_usd: float | None = Field(None, gt=0, description="per lineage")
     max_tokens: int | None = Field(None, gt=0, description="input+output tokens per lineage")
     rubrics: list[Path] = Field(default_factory=list, description="extra rubric TOML files for the judge")

@@ -168,7 +168,7 @@ def usage_rows(records: Iterable[UsageRecord]) -> list[dict[str, Any]]:
         t = rows.setdefault((r.role, r.model), {"role": r.role, "model": r.model, "calls": 0, "input_tokens": 0,
                                                 "output_tokens": 0, "cost_usd": None, "estimated_calls": 0})
         t["calls"] += 1
-        t["estimated_calls"] += int(r.estimated)
+        t["estimated_calls"] += int(getattr(r, "estimated", False))  # an estimator's own meter may not say
         t["input_tokens"] += r.input_tokens
         t["output_tokens"] += r.output_tokens
         if r.cost_usd is not None:

@@ -36,13 +36,16 @@ def _retry_after(e: Exception) -> float | None:
     return parse_retry_after(response.headers.get("retry-after")) if response is not None else None
 
 
-async def _check(specs: list[ModelSpec], policy: RetryPolicy) -> None:
+async def _check(specs: list[ModelSpec], policy: RetryPolicy) -> frozenset[str]:
+    """Check one endpoint; returns who its model list says serves it (`owned_by`: llamacpp, vllm, openai, …)."""
     first = specs[0]
     where = first.base_url or f"the {first.provider} API"
     client = sdk_client(first, PREFLIGHT_TIMEOUT_SEC)  # raises on a missing key
     try:
         page = await _list_models(client, policy)
-        served = {m.id for m in getattr(page, "data", None) or []}
+        listed = getattr(page, "data", None) or []
+        served = {m.id for m in listed}
+        owners = frozenset(str(o) for m in listed if (o := getattr(m, "owned_by", None)))
     except Exception as e:  # the SDKs share these class names; match by name to avoid importing both
         kind = type(e).__name__
         if kind in ("APIConnectionError", "APITimeoutError"):
@@ -51,7 +54,7 @@ async def _check(specs: list[ModelSpec], policy: RetryPolicy) -> None:
         if kind in ("AuthenticationError", "PermissionDeniedError"):
             raise EndpointUnavailable(f"{where} rejected the API key (model {first.label}); check {first.key_env}") from e
         if kind == "NotFoundError":
-            return  # a server without a model list; the first real request will tell
+            return frozenset()  # a server without a model list; the first real request will tell
         raise EndpointUnavailable(f"{where} failed the preflight (model {first.label}); {kind}: {e}".splitlines()[0]) from e
     finally:
         await client.close()
@@ -62,12 +65,14 @@ async def _check(specs: list[ModelSpec], policy: RetryPolicy) -> None:
                 f"{first.base_url} serves {', '.join(sorted(served))}, not {', '.join(missing)}; "
                 "use the served model name in --model"
             )
+    return owners
 
 
-async def preflight(specs: Iterable[ModelSpec], policy: RetryPolicy | None = None) -> None:
-    """Check each distinct endpoint once (all in parallel)."""
+async def preflight(specs: Iterable[ModelSpec], policy: RetryPolicy | None = None) -> dict[str, frozenset[str]]:
+    """Check each distinct endpoint once (all in parallel); returns, per endpoint, who serves it (`owned_by`)."""
     policy = policy or RetryPolicy()
     by_endpoint: dict[tuple[str, str], list[ModelSpec]] = {}
     for s in specs:
         by_endpoint.setdefault((s.provider, s.endpoint), []).append(s)
-    await asyncio.gather(*(_check(group, policy) for group in by_endpoint.values()))
+    owners = await asyncio.gather(*(_check(group, policy) for group in by_endpoint.values()))
+    return {endpoint: o for (_, endpoint), o in zip(by_endpoint, owners, strict=True)}

@@ -21,6 +21,7 @@ from envevo.llm._errors import LLMConfigError
 from envevo.llm._meter import Meter
 
 EXCHANGES = "exchanges.jsonl"
+GRAMMAR_ROLES = "grammar-roles.json"  # the roles asked for JSON schema under output_mode "auto" (a replay asks alike)
 FORMAT = 1
 
 
@@ -44,6 +45,10 @@ class Recorder:
         self.path = self.directory / EXCHANGES
         self._lock = threading.Lock()
         self._seq = sum(1 for _ in self.path.open(encoding="utf-8")) if self.path.exists() else 0
+
+    def grammar_roles(self, roles: frozenset[str]) -> None:
+        """The roles the preflight found on a server that enforces JSON schemas: a replay must ask them the same way."""
+        (self.directory / GRAMMAR_ROLES).write_text(json.dumps(sorted(roles)) + "\n", encoding="utf-8")
 
     def exchange(self, model: str, messages: list[ModelMessage], response: ModelResponse) -> None:
         scope = Meter.current()

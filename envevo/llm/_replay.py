@@ -22,7 +22,7 @@ from pydantic_ai.settings import ModelSettings
 from envevo.llm._config import ROLES
 from envevo.llm._errors import LLMConfigError
 from envevo.llm._meter import Meter
-from envevo.llm._record import EXCHANGES, prompt_digest
+from envevo.llm._record import EXCHANGES, GRAMMAR_ROLES, prompt_digest
 
 Key = tuple[str, str | None, int | None]
 
@@ -50,6 +50,11 @@ class Replay:
                 raise LLMConfigError(f"{path}:{n} is not a recorded exchange ({err})") from err
         self._lock = threading.Lock()
         self.served = 0
+        grammar = self.directory / GRAMMAR_ROLES  # absent in recordings made before output_mode "auto": tool calls
+        try:
+            self.grammar_roles = frozenset(json.loads(grammar.read_text(encoding="utf-8"))) if grammar.is_file() else frozenset()
+        except (ValueError, TypeError) as err:
+            raise LLMConfigError(f"{grammar} is not a list of roles ({err})") from err
 
     def remaining(self) -> int:
         return sum(len(q) for q in self._queues.values())

@@ -23,7 +23,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.usage import UsageLimits
 
-from envevo.llm._config import ROLES, LLMSettings, ModelSpec, Role
+from envevo.llm._config import GRAMMAR_SERVERS, ROLES, LLMSettings, ModelSpec, Role
 from envevo.llm._errors import LLMConfigError, RoleFailed
 from envevo.llm._guard import EndpointGates, GuardedModel, RetryPolicy
 from envevo.llm._meter import Meter, UsageRecord, require_prices
@@ -51,10 +51,16 @@ class LLMRuntime:
         self.gates = EndpointGates(settings.max_concurrency)
         self.policy = RetryPolicy(budget_sec=settings.retry_budget_sec, max_retries=settings.max_retries,
                                   max_backoff_sec=settings.max_backoff_sec)
+        # The roles whose server enforces a JSON-schema response_format (llama.cpp, vLLM, SGLang): under output_mode
+        # "auto" they are asked for JSON schema, the others for tool calls. Found by `preflight`; a replay reads the
+        # recording's, so that it asks as the recorded run did.
+        self.grammar_roles: frozenset[str] = frozenset()
         if models is None and settings.replay_dir is not None:  # every role answers from the recording
             from envevo.llm._replay import Replay
 
-            models = Replay(settings.replay_dir).role_models()
+            replay = Replay(settings.replay_dir)
+            models = replay.role_models()
+            self.grammar_roles = replay.grammar_roles
         self.recorder = None
         if settings.record_dir is not None:
             from envevo.llm._record import Recorder
@@ -111,12 +117,18 @@ class LLMRuntime:
         """Prices for a cost cap, then key present, endpoint reachable, model served: for every role's endpoint,
         before work starts."""
         self.check_prices()
-        await preflight([self.spec(r) for r in roles if r not in self._given], self.policy)
+        asked = [r for r in roles if r not in self._given]
+        owners = await preflight([self.spec(r) for r in asked], self.policy)
+        self.grammar_roles |= {r for r in asked if owners.get(self.spec(r).endpoint, frozenset()) & GRAMMAR_SERVERS}
+        if self.recorder is not None:
+            self.recorder.grammar_roles(self.grammar_roles)
 
     def output_spec(self, output_type: type, role: Role | None = None) -> Any:
-        """Structured output in the role's mode (else the run's): tool calls (default), JSON schema, or
-        prompt-and-parse."""
+        """Structured output in the role's mode (else the run's): tool calls, JSON schema, or prompt-and-parse; "auto"
+        (the default) is JSON schema where the role's server enforces it, tool calls elsewhere."""
         mode = (self.settings.role(role).output_mode if role is not None else None) or self.settings.output_mode
+        if mode == "auto":
+            mode = "native" if role in self.grammar_roles else "tool"
         if mode == "native":
             return NativeOutput(output_type)
         if mode == "prompted":

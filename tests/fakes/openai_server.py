@@ -120,16 +120,19 @@ def _chunks(body: dict) -> list[dict]:
 
 
 class FakeOpenAI(server.ScriptedServer):
-    """`with FakeOpenAI(script) as server:` then point a client at `server.url`."""
+    """`with FakeOpenAI(script) as server:` then point a client at `server.url`. `owned_by` is who its model list says
+    serves it ("llamacpp", "vllm", "sglang" for a server that enforces JSON schemas; none by default)."""
 
     url_path = "/v1"
+    owned_by: str | None = None
 
     role_of = staticmethod(role_of)
     error = staticmethod(error)
 
     def get(self, path: str) -> Reply:
         if path.rstrip("/").endswith("/models"):
-            return Reply(body={"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]})
+            owner = {"owned_by": self.owned_by} if self.owned_by else {}
+            return Reply(body={"object": "list", "data": [{"id": m, "object": "model"} | owner for m in self.models]})
         return error(404, f"no route {path}")
 
     def encode(self, reply: Reply, request: dict | None) -> tuple[bytes, str]:

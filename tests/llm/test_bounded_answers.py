@@ -203,6 +203,29 @@ def test_a_tool_using_role_never_sends_response_format_beside_tools(where):
     assert plain["response_format"]["type"] == "json_schema" and "tools" not in plain
 
 
+@pytest.mark.parametrize("owner", ["llamacpp", "vllm", "sglang", "openai", None])
+def test_auto_asks_json_schema_where_the_server_enforces_it_and_tool_calls_elsewhere(owner, tmp_path):
+    """output_mode "auto" (the default): measured on Gemma 3 270M under llama.cpp, a structured role's answers were
+    schema-valid 4/5 with a JSON-schema response_format and 0/5 as tool calls (benchmarks/llm_schema_valid.py). The
+    preflight's model list says who serves the endpoint; a recording keeps that, so its replay asks the same way."""
+    grammar = owner in ("llamacpp", "vllm", "sglang")
+    answer = text('{"ok": true}') if grammar else final({"ok": True})
+    script = Script(judge=[answer, tool_calls(("run", {"command": "ls"})), final({"ok": True})])
+    with FakeOpenAI(script) as server, override_allow_model_requests(True):
+        server.owned_by = owner
+        rt = LLMRuntime(wired(server, record_dir=tmp_path / "rec"))
+        asyncio.run(rt.preflight(("judge",)))
+        assert run_role(rt, "judge").ok
+        assert run_role(rt, "judge", tool=True).ok  # a tool user answers through a tool whatever the server
+    structured, with_tools, _ = server.requests
+    assert ("response_format" in structured, "tools" in structured) == (grammar, not grammar)
+    assert "tools" in with_tools and "response_format" not in with_tools
+    replay = LLMRuntime(LLMSettings(model="openai:fake-model", replay_dir=tmp_path / "rec"))
+    assert replay.grammar_roles == ({"judge"} if grammar else set())
+    with override_allow_model_requests(True):
+        assert run_role(replay, "judge").ok  # the recorded answer parses as it was asked
+
+
 # ----------------------------------------------------------------------------------------------- the retry budget
 
 
