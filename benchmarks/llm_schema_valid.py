@@ -28,6 +28,7 @@ import json
 import os
 import platform
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -214,6 +215,7 @@ def main() -> None:
     roles, modes = args.roles.split(","), args.modes.split(",")
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"llm_schema_valid-{os.getpid()}.log"
     proc, base = start_server(log)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a killed benchmark stops its server too (finally below)
     t0 = time.monotonic()
     try:
         rows = run(base, roles, modes, args.n, args.cap, args.answer_sec, args.task,

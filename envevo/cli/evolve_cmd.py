@@ -81,7 +81,8 @@ def evolve(
     resume: Annotated[bool, typer.Option("--resume", help="Continue a run stored in --run, from each lineage's last "
                                          "committed generation; a terminated lineage stays as stored. The stored "
                                          "settings stand; --red-team, --mutation, --model-mutants, --repeats, "
-                                         "--plan-budget and --env-budget given again with another value apply from "
+                                         "--max-drift, --env, --plan-budget and --env-budget given again with another "
+                                         "value apply from "
                                          "the resume on (a line says so); engine, effort, seed, directions and models "
                                          "must match.")
                       ] = False,

@@ -12,12 +12,12 @@ from envevo.evolve._config import EvolveConfig
 if TYPE_CHECKING:
     from envevo.store import LineageStore
 
-#: What a resume may change: how far and how fast a run goes, where it verifies, and the drift bound.
-RESUME_MAY_CHANGE = ("generations", "trial_concurrency", "lineage_concurrency", "env", "max_drift")
+#: What a resume takes from its command line, given or not: how far and how fast a run goes.
+RESUME_MAY_CHANGE = ("generations", "trial_concurrency", "lineage_concurrency")
 #: What a resume changes only when the command line names it (else the stored value stands): what "verified" means
-#: (red team, mutation, oracle repeats) and the loops' budgets. A change applies from the resume on, said in one line;
-#: each candidate's stored verifications show which verifiers it met.
-RESUME_IF_GIVEN = ("red_team", "mutation", "model_mutants", "repeats", "plan_budget", "env_budget")
+#: (red team, mutation, oracle repeats, the drift bound), where it verifies, and the loops' budgets. A change applies
+#: from the resume on, said in one line; each candidate's stored verifications show which verifiers it met.
+RESUME_IF_GIVEN = ("red_team", "mutation", "model_mutants", "repeats", "max_drift", "env", "plan_budget", "env_budget")
 
 
 def open_run(out_dir: Path, given: EvolveConfig, *, resume: bool, explicit: Collection[str] = (),
@@ -56,8 +56,14 @@ def settle_run_config(store: LineageStore, given: EvolveConfig, *, resume: bool,
     changed = [k for k in RESUME_IF_GIVEN if k in explicit and getattr(given, k) != getattr(old, k)]
     for k in changed:
         (notify or (lambda _line: None))(
-            f"--{k.replace('_', '-')} {getattr(given, k)} from this resume on (the run stored {getattr(old, k)}; "
+            f"--{k.replace('_', '-')} {_shown(getattr(given, k))} from this resume on (the run stored "
+            f"{_shown(getattr(old, k))}; "
             "generations committed before keep the verdicts they got)")
     merged = old.model_copy(update={k: getattr(given, k) for k in (*RESUME_MAY_CHANGE, *changed)})
     store.set_run_config(merged.model_dump(mode="json"))
     return merged
+
+
+def _shown(value: object) -> object:
+    """A setting as its option is spelt: no bound (None) is "off"."""
+    return "off" if value is None else value

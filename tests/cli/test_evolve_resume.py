@@ -34,12 +34,12 @@ def gate(monkeypatch):
     return failing
 
 
-def _evolve(tmp_path: Path, *extra: str):
+def _evolve(tmp_path: Path, *extra: str, drift: str | None = "off"):
     app = typer.Typer()
     app.command()(evolve)
     seeds = [str(write_task(random_chain(None, 3, n), tmp_path / f"seed-{n}", overwrite=True)) for n in (7, 8)]
-    return runner.invoke(app, [*seeds, "--run", str(tmp_path / "run"), "--generations", "1", "--max-drift", "off",
-                               "--json", *extra])
+    return runner.invoke(app, [*seeds, "--run", str(tmp_path / "run"), "--generations", "1",
+                               *(["--max-drift", drift] if drift else []), "--json", *extra])
 
 
 def _statuses(res) -> dict[str, tuple[str, int]]:
@@ -84,3 +84,21 @@ def test_a_resume_applies_a_verifier_setting_given_again_and_says_so(tmp_path, g
     assert "--red-team sample:2 from this resume on (the run stored off" in res.stderr
     assert "--mutation" not in res.stderr  # given, but the same as stored
     assert (stored()["red_team"], stored()["mutation"]) == ("sample:2", "off")
+
+
+def test_a_resume_keeps_the_stored_drift_bound_and_env_unless_given(tmp_path, gate):
+    """Before, --max-drift and --env were always taken from a resume's command line: resuming without them reset a
+    run's drift bound to the default (what "accepted" means) and its sandbox to podman, silently."""
+    from envevo.store import LineageStore
+
+    def stored() -> dict:
+        with LineageStore.open(tmp_path / "run", create=False) as store:
+            return store.run_config() or {}
+
+    _statuses(_evolve(tmp_path, drift="0.9"))
+    res = _evolve(tmp_path, "--resume", "--generations", "2", drift=None)
+    _statuses(res)
+    assert stored()["max_drift"] == 0.9 and stored()["env"] == "podman" and "from this resume on" not in res.stderr
+    res = _evolve(tmp_path, "--resume", "--generations", "3", drift="off")
+    _statuses(res)
+    assert stored()["max_drift"] is None and "--max-drift off from this resume on (the run stored 0.9" in res.stderr
