@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -80,6 +81,18 @@ class MutantWriter(Protocol):
     async def write(self, task: Task, n: int) -> tuple[list[WrittenMutant], str | None]: ...
 
 
+@dataclass
+class _TaskState:
+    """What the verifier knows of one task dir; `inherit` may come before `plan`."""
+
+    content_hash: str = ""  # of the task its plan was made from
+    plan: tuple[list[Mutant], str] | None = None  # (chosen mutants, their source)
+    count: int = 0  # mutants before sampling
+    inherited: frozenset[str] = frozenset()  # the parent's killed keys
+    keys: dict[str, list[str]] = field(default_factory=dict)  # mutant id → [task key, step key]
+    reused: dict[str, str] = field(default_factory=dict)  # mutant id → the parent's key it matched
+
+
 class MutationVerifier:
     """Every chosen mutant of the task's solution scores 0 in the sandbox."""
 
@@ -94,31 +107,29 @@ class MutationVerifier:
         self.writer = writer
         self.written = written
         self._by_model: dict[str, tuple[list[Mutant], list[str]]] = {}  # task content hash → (mutants, notes)
-        self._hashes: dict[Path, str] = {}  # task dir → content hash of the task its plan was made from
-        self._plans: dict[Path, tuple[list[Mutant], str]] = {}  # task dir → (chosen mutants, their source)
-        self._counts: dict[Path, int] = {}  # task dir → mutants before sampling
-        self._inherited: dict[Path, frozenset[str]] = {}  # task dir → its parent's killed keys
-        self._keys: dict[Path, dict[str, list[str]]] = {}  # task dir → mutant id → [task key, step key]
-        self._reused: dict[Path, dict[str, str]] = {}  # task dir → mutant id → the parent's key it matched
+        self._tasks: dict[Path, _TaskState] = {}  # resolved task dir → its state
+
+    def _state(self, task_dir: Path) -> _TaskState:
+        return self._tasks.setdefault(Path(task_dir).resolve(), _TaskState())
 
     def inherit(self, task_dir: Path, killed: frozenset[str]) -> None:
         """The parent's killed keys, for the candidate at `task_dir`: its mutants with one of them are not run."""
-        self._inherited[Path(task_dir).resolve()] = frozenset(killed)
+        self._state(task_dir).inherited = frozenset(killed)
 
     def plan(self, task_dir: Path, fresh: bool = False) -> tuple[list[Mutant], str]:
         """The chosen mutants of a task and where they come from. `fresh` re-reads the task: a candidate dir may be
         edited between verifications (the Modifier's loop), and the judge must see the plan its trials ran."""
-        key = Path(task_dir).resolve()
-        if fresh or key not in self._plans:
-            task = load_task(key)
+        state = self._state(task_dir)
+        if fresh or state.plan is None:
+            task = load_task(Path(task_dir).resolve())
             mutants, source = task_mutants(task)
-            self._hashes[key] = task.content_hash()
-            if written := self._by_model.get(self._hashes[key], ([], []))[0]:
+            state.content_hash = task.content_hash()
+            if written := self._by_model.get(state.content_hash, ([], []))[0]:
                 source = "model" if not mutants else f"{source}+model"
                 mutants = mutants + written
-            self._counts[key] = len(mutants)
-            self._plans[key] = (choose_mutants(task, mutants, self.sample), source)
-        return self._plans[key]
+            state.count = len(mutants)
+            state.plan = (choose_mutants(task, mutants, self.sample), source)
+        return state.plan
 
     async def prepare(self, task_dir: Path) -> None:
         """Ask the writer (if any) for near misses of this task, once per task content, before its trials are
@@ -147,21 +158,21 @@ class MutationVerifier:
         if not Path(task_dir, "task.toml").exists():
             return []  # a placeholder dir (the CLI counts trials with Path('.')): nothing to plan
         mutants, _ = self.plan(task_dir, fresh=True)
-        key_dir = Path(task_dir).resolve()
-        self._keys[key_dir], self._reused[key_dir] = {}, {}
+        state = self._state(task_dir)
+        state.keys, state.reused = {}, {}
         if not mutants:
             return []
-        task = load_task(key_dir)
+        task = load_task(Path(task_dir).resolve())
         root = Path(trials_dir) / MUTANTS_DIR / task.content_hash()[:12]
-        parent = self._inherited.get(key_dir, frozenset())
+        parent = state.inherited
         specs = []
         for m in mutants:
             variant = task.model_copy(deep=True)
             variant.write(SOLVE, m.script, executable=True)
             keys = [task_key(variant, env)] + ([env_key(env, m.step_key)] if m.step_key else [])
-            self._keys[key_dir][m.id] = keys
+            state.keys[m.id] = keys
             if hit := next((k for k in keys if k in parent), None):
-                self._reused[key_dir][m.id] = hit  # the parent's kill on the same inputs: no container
+                state.reused[m.id] = hit  # the parent's kill on the same inputs: no container
                 continue
             copy = root / f"{Path(task_dir).name[:40]}__{m.id}"  # the name trial progress shows
             if not (copy / SOLVE).is_file() or (copy / SOLVE).read_text(encoding="utf-8") != m.script:
@@ -176,15 +187,15 @@ class MutationVerifier:
 
     def judge_task(self, task_dir: Path, runs: list[TrialOutcome]) -> VerifierReport:
         mutants, source = self.plan(task_dir)
-        key_dir = Path(task_dir).resolve()
-        reused = self._reused.get(key_dir, {})
+        state = self._state(task_dir)
+        reused = state.reused
         ran = [m for m in mutants if m.id not in reused]
         report = self._judge(ran, source, runs)
-        total = self._counts.get(key_dir, len(mutants))
+        total = state.count
         report.metrics["mutants"] = total
         if len(mutants) < total:
             report.notes.append(f"{len(mutants)} of {total} mutants run (--mutation sample:{self.sample})")
-        report.notes += self._by_model.get(self._hashes.get(key_dir, ""), ([], []))[1]
+        report.notes += self._by_model.get(state.content_hash, ([], []))[1]
         if reused:
             m = report.metrics
             m["killed"] += len(reused)
@@ -192,13 +203,13 @@ class MutationVerifier:
             report.notes.append(f"{len(reused)} of {len(mutants)} mutants reused from the parent: killed there on "
                                 "byte-identical inputs, not run again")
         report.metrics["reused"] = len(reused)
-        report.metrics["killed_keys"] = sorted(set(reused.values()) | self._kill_keys(key_dir, ran, runs))
+        report.metrics["killed_keys"] = sorted(set(reused.values()) | self._kill_keys(state.keys, ran, runs))
         return report
 
-    def _kill_keys(self, key_dir: Path, ran: list[Mutant], runs: list[TrialOutcome]) -> set[str]:
+    def _kill_keys(self, keys: dict[str, list[str]], ran: list[Mutant], runs: list[TrialOutcome]) -> set[str]:
         """The keys the killed runs certify: the task key always; the step key only when the trial failed one of the
         step's own checks (a kill by a later step's check says nothing about this step's inputs alone)."""
-        by_id, keys = {m.id: m for m in ran}, self._keys.get(key_dir, {})
+        by_id = {m.id: m for m in ran}
         out: set[str] = set()
         for i, o in enumerate(runs):
             mid = _mutant_id(o) or (ran[i].id if i < len(ran) else None)
