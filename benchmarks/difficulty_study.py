@@ -23,6 +23,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -55,7 +56,7 @@ def make_seeds(work: Path, n: int, length: int) -> list[Path]:
     return seeds
 
 
-def evolve_all(jobs: list[tuple[Path, list[str]]], parallel: int, log: Path, checks: list[str]) -> None:
+def evolve_all(jobs: list[tuple[Path, list[str]]], parallel: int, log: Path, checks: Sequence[str] = ()) -> None:
     """`envevo evolve` for every (run dir, extra args), a few processes at once (each resumes if stored)."""
     pending, running = list(jobs), []
     while pending or running:

@@ -63,8 +63,10 @@ def main() -> None:
         for agent in agents:
             envevo("rollout", str(run), "--agent", agent, "-k", str(a.k), "--concurrency", str(a.concurrency), "--json")
     with ExitStack() as stack:
-        rows = [r for r in collect([stack.enter_context(LineageStore.open(r, create=False)) for r in runs])
+        stores = [stack.enter_context(LineageStore.open(r, create=False)) for r in runs]
+        rows = [r for r in collect(stores)
                 if r.agent in agents and r.exact_pass_rate is not None and (r.n == a.k or a.stored and r.n > 0)]
+        passing, harmless = harmless_passes(stores, agents)
     ks = sorted({r.n for r in rows})
     print(f"SIMULATION — exact vs sampled, k={','.join(map(str, ks))}, {len({r.task_hash for r in rows})} versions, "
           f"{len(rows)} (version, profile) cells, "
@@ -94,6 +96,40 @@ def main() -> None:
           f"{sum(len(r) == 3 for r in by_version.values())} versions with all three profiles")
     if rows and inside_all / len(rows) < 0.95:
         print("  below the 95% target")
+    blocks = sorted({b for bs in harmless for b in bs})
+    print(f"  harmless wrong variants: {len(harmless)} of {passing} passing rollouts passed with a step whose last "
+          f"attempt was its wrong variant" + (f", in {len(blocks)} (scenario, skill) blocks: "
+                                              + ", ".join(f"{sc}/{sk}" for sc, sk in blocks) if blocks else ""))
+
+
+def harmless_passes(stores, agents) -> tuple[int, list[list[tuple[str, str]]]]:
+    """(passing simulated rollouts, and per one that passed with a step ending on its wrong variant, those steps'
+    (scenario, skill) blocks): a check that cannot tell the plausible mistake from the skill on that data."""
+    from envevo.catalog import chain_from_task
+    from envevo.errors import TaskError
+    from envevo.rollout import read_episodes
+    from envevo.task import load_task
+
+    passing, harmless = 0, []
+    for store in stores:
+        by_hash: dict[str, list] = {}
+        for r in store.rollouts():
+            if r.agent in agents:
+                by_hash.setdefault(r.task_hash, []).append(r)
+        for task_hash, rs in by_hash.items():
+            try:
+                steps = chain_from_task(load_task(store.task_dir(task_hash))).steps
+            except (TaskError, OSError):
+                continue
+            for ep in read_episodes(r.trial_dir for r in rs):
+                if not ep.passed:
+                    continue
+                passing += 1
+                wrong = [(steps[t].scenario, steps[t].skill) for t, step in enumerate(ep.steps)
+                         if t < len(steps) and step.attempts and step.attempts[-1] == "wrong"]
+                if wrong:
+                    harmless.append(wrong)
+    return passing, harmless
 
 
 if __name__ == "__main__":
