@@ -52,21 +52,17 @@ def direction_order(seed: int, lineage: str, generation: int, allowed: list[Dire
 
 def run_verifiers(engine: Engine, config: EvolveConfig, learn_rubric: Path | None = None,
                   lent: LLMRuntime | None = None) -> list[TrialVerifier]:
-    """The run's container verifiers. The red team's agent exploit (the LLM hacker) uses the engine's model runtime
-    when it has one, else `lent` (the model --config/--model name for an engine without one), so its calls are
-    metered and recorded with the run's, and so does the mutation verifier's writer of near misses (`model_mutants`
-    per candidate, opt-in: each costs the model a call, and a recorded run replays only the calls it made);
-    `learn_rubric` (an explicit option) is where a hack it proves is learned as a rubric criterion."""
+    """The run's container verifiers. The LLM hacker and the writer of `model_mutants` near misses per candidate use
+    the engine's model runtime, else `lent` (the model --config/--model name for an engine without one), metered
+    and recorded with the run's; `learn_rubric` (an explicit option) is where a hack it proves is learned."""
     runtime = engine.runtime if uses_models(engine) else lent  # the engine contract, not an attribute lookup
-    if runtime is None:
+    if runtime is None:  # no model: the llm package stays unimported
         return default_verifiers(config.repeats, red_team=config.red_team, mutation=config.mutation,
                                  learn_rubric=learn_rubric)
     from envevo.llm import verifiers_with_model
 
-    verifiers: list[TrialVerifier] = verifiers_with_model(
-        config.repeats, red_team=config.red_team, mutation=config.mutation, runtime=runtime, learn_rubric=learn_rubric,
-        written=config.model_mutants)
-    return verifiers
+    return list(verifiers_with_model(config.repeats, red_team=config.red_team, mutation=config.mutation,
+                                     runtime=runtime, learn_rubric=learn_rubric, written=config.model_mutants))
 
 
 class GenerationWork:
