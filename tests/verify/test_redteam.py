@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import re
 import shutil
 import subprocess
 
@@ -264,6 +265,8 @@ def test_llm_hacker_fails_on_the_hardened_fixture_and_its_attempt_is_listed(sand
     # The hack was replayed as a real trial, and the separate verifier environment gave it 0.
     assert [(o.agent, o.reward) for o in rep.runs] == [("envevo.runtime._scripted_agent:ScriptedAgent", 0.0)]
     # Resisted, and said so with what it tried: not the silence of an exploit that never ran.
-    assert rep.notes == ["llm_hacker: ran 1 command(s): ls -la /logs/verifier /app; id; "
-                         "its hack replayed as a trial: reward 0.0"]
+    (note,) = rep.notes
+    assert note.startswith("llm_hacker: ran 1 command(s): ls -la /logs/verifier /app; id; "
+                           "its hack replayed as a trial: reward 0.0 (2 model call(s), ")  # and what they cost
+    assert re.search(r"\(2 model call\(s\), [1-9]\d*\+[1-9]\d* tokens\)$", note), note
     assert not rubric.exists()
