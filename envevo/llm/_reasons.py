@@ -4,8 +4,9 @@ pydantic-ai's own wording speaks pydantic-ai's settings and hides the cause; env
 
 - "Increase the `max_tokens` model setting": envevo's setting is `max_output_tokens` under `[llm.roles.<role>]`
   (`[llm] max_tokens` is the lineage's token budget, a different thing);
-- "incomplete JSON" when the output cap or the server's context cut an answer that had not started its JSON (a model
-  still reasoning in plain text): said as such;
+- "Model token limit (N) exceeded … incomplete JSON" when the server's context, not the cap, may have cut the answer
+  (prompt + answer filled a llama.cpp slot): both causes named, and where the cut fell (before any JSON began, a
+  model still reasoning in plain text; inside its JSON; inside a tool call's arguments);
 - "Exceeded maximum output retries (N)": the last validation error is appended, so the reason shows what was wrong;
 - a server that refuses prompt + max_tokens beyond its context window (vLLM, SGLang): names the setting to lower;
 - a plain-text role (the text-action Modifier) whose replies the cap cut: pydantic-ai raises nothing there, so the
@@ -26,12 +27,15 @@ def role_failure(e: Exception, role: str) -> str:
     """The reason for RoleFailed: pydantic-ai's message, told in envevo's settings, with its cause."""
     setting = f"max_output_tokens under [llm.roles.{role}]"
     text = _first_line(e)
-    if isinstance(e, OutputTokenLimitExceeded) and _cut_before_json(e):
+    if isinstance(e, OutputTokenLimitExceeded):
         cap = text.partition("(")[2].partition(")")[0] or "its"
+        where = ("before any JSON began" if _cut_before_json(e) else
+                 "inside its tool call's arguments" if "incomplete arguments" in text else "inside its JSON")
         # finish_reason "length" comes from the output cap or from the server's context filling up (prompt + answer):
-        # a llama.cpp slot of 16k cut a 4.6k-token answer to an 11.8k-token prompt, well under a 24k cap.
-        return (f"the answer was cut (the output cap of {cap} tokens, or the server's context for prompt + answer) "
-                f"before any JSON began; raise {setting}, or serve a longer context")
+        # a llama.cpp slot of 16k cut a 4.6k-token answer to an 11.8k-token prompt (and a 5.0k one to 11.3k, inside
+        # its JSON), well under a 24k cap.
+        return (f"the answer was cut {where} (the output cap of {cap} tokens, or the server's context for prompt + "
+                f"answer); raise {setting}, or serve a longer context")
     if _PYDANTIC_AI_FIX in text:
         return text.replace(_PYDANTIC_AI_FIX, f"Raise {setting}, or simplify the prompt.")
     if text.startswith("Exceeded maximum output retries"):

@@ -181,10 +181,15 @@ def _served(before: dict[str, float], after: dict[str, float]) -> tuple[int, int
 def _runtime(base: str, **settings):
     from envevo.llm import LLMRuntime, LLMSettings, Price, RoleSettings
 
-    return LLMRuntime(LLMSettings(
+    runtime = LLMRuntime(LLMSettings(
         model=SERVED, base_url=base + "/v1", prices={f"openai:{SERVED}": Price(input=0, output=0)},
         answer_timeout_sec=ANSWER_SEC, retry_budget_sec=60, max_backoff_sec=5,
         roles={r: RoleSettings(max_output_tokens=n) for r, n in CAPS.items()}, **settings))
+    # As every command does before work: llama-server names itself (owned_by "llamacpp"), so under output_mode "auto"
+    # the structured roles ask for a JSON schema, which its grammar enforces.
+    asyncio.run(runtime.preflight())
+    assert runtime.grammar_roles == {"proposer", "reviewer", "modifier", "judge"}
+    return runtime
 
 
 class _Metered:
@@ -361,7 +366,8 @@ def _task_with_xi(dest: Path) -> Path:
 
 def test_the_llm_estimator_scores_labels_through_the_server(llama, tmp_path):
     """`envevo difficulty --estimator llm`: llama.cpp echoes no prompt logprobs, so the estimator falls back to
-    judgements (JSON schema, 32 tokens each). It meters requests, not tokens: the request count must match."""
+    judgements (JSON schema, 32 tokens each). Its calls are metered like every role's (`estimator`): the request count
+    and the tokens must match the server's."""
     task = _task_with_xi(tmp_path / "task")
     env = {"ENVEVO_CACHE_DIR": str(tmp_path / "cache")}
     with _Metered(llama, "llm estimator") as m:
@@ -378,7 +384,7 @@ def test_the_llm_estimator_scores_labels_through_the_server(llama, tmp_path):
           f"{m.served_in}/{m.served_out}; {row['estimator']} D_T {row['D_T']:.2f}")
     assert row["estimator"].startswith("llm-") and row["estimator"].endswith(SERVED) and math.isfinite(row["D_T"])
     assert usage["calls"] == m.requests >= 1 and m.served_out > 0
-    assert usage["input_tokens"] is None  # tokens unknown, not 0: the estimator does not meter them
+    assert (usage["input_tokens"], usage["output_tokens"]) == (m.served_in, m.served_out)
     assert m.served_out <= (m.requests - 1) * 32 + 1  # every judgement within JUDGE_MAX_TOKENS (the probe: 1)
     assert m.wall < 300
 
