@@ -17,6 +17,9 @@ from envevo.errors import UserError
 if TYPE_CHECKING:
     from envevo.llm import LLMRuntime
 
+USAGE_TITLE = "LLM usage (the red team's hacker and the model's near misses)"
+
+
 def verification_model(config: Path | None, model: str | None, base_url: str | None, api_key_env: str | None, *,
                        red_team: str, mutation: str, model_mutants: int = 0) -> LLMRuntime | None:
     """The command's model runtime when a verifier asks for one (the red team on, or model mutants), else None.

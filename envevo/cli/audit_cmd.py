@@ -21,7 +21,7 @@ from rich.table import Table
 
 from envevo.cli import _options as o
 from envevo.cli._common import STATUS, check_red_team, err, out, preflight, print_json, progress, usage_table, user_errors
-from envevo.cli._verifier_model import model_usage, verification_model
+from envevo.cli._verifier_model import USAGE_TITLE, model_usage, verification_model
 from envevo.cli.verify_cmd import check_mutation
 from envevo.errors import UserError
 from envevo.verify import AUDIT_RESULTS as RESULTS
@@ -152,6 +152,6 @@ def audit(
                   f"surviving mutants in {summary['mutant_survived']}/{summary['mutation_scored']} scored task(s)"
                   + (f" (mutation score {summary['mutation_score']})" if summary["mutation_score"] else ""))
         if usage:
-            err.print(usage_table("LLM usage (the red team's hacker and the model's near misses)", usage))
+            err.print(usage_table(USAGE_TITLE, usage))
         err.print(f"results: {results}")
     raise typer.Exit(0 if all(r["ok"] for r in records) else 1)

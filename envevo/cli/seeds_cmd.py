@@ -24,7 +24,7 @@ from envevo.cli._common import (
     usage_table,
     user_errors,
 )
-from envevo.cli._verifier_model import model_usage, verification_model
+from envevo.cli._verifier_model import USAGE_TITLE, model_usage, verification_model
 from envevo.errors import UserError
 from envevo.rollout import parse_fraction, rollout_reasons  # noqa: F401 (tests and scripts import them from here)
 
@@ -97,7 +97,7 @@ def select(
                       "[green]yes[/]" if t["selected"] else "[red]no[/]", escape("; ".join(t["reasons"]) or "-"))
     out.print(table)
     if usage:
-        err.print(usage_table("LLM usage (the red team's hacker and the model's near misses)", usage))
+        err.print(usage_table(USAGE_TITLE, usage))
     err.print(f"selected {len(doc['selected'])} of {len(doc['tasks'])}: {out_dir / 'selection.json'}")
 
 

@@ -25,7 +25,7 @@ from envevo.cli._common import (
     user_errors,
     verifier_mark,
 )
-from envevo.cli._verifier_model import model_usage, verification_model
+from envevo.cli._verifier_model import USAGE_TITLE, model_usage, verification_model
 from envevo.errors import UserError
 
 
@@ -139,6 +139,6 @@ def verify(
         for note in dict.fromkeys(f"{name}: {n}" for v in verdicts for name, rep in v.reports.items() for n in rep.notes):
             err.print(f"note: {escape(note)}")
         if usage:
-            err.print(usage_table("LLM usage (the red team's hacker and the model's near misses)", usage))
+            err.print(usage_table(USAGE_TITLE, usage))
         err.print(f"trial logs: {jobs}")
     raise typer.Exit(0 if all(v.ok for v in verdicts) else 1)

@@ -27,11 +27,10 @@ class ArchiveDownloads:
     logger: Any
 
     async def download_file(self, source_path: str, target_path: Path | str) -> None:
-        Path(target_path).parent.mkdir(parents=True, exist_ok=True)
-        await self._copy_out(source_path, Path(target_path), single_file=True)
+        await self.service_download_file(source_path, target_path)
 
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
-        await self._copy_out(source_dir.rstrip("/") or "/", Path(target_dir), single_file=False)
+        await self.service_download_dir(source_dir, target_dir)
 
     async def service_download_file(self, source_path: str, target_path: Path | str, *,
                                     service: str | None = None) -> None:
