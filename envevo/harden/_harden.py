@@ -66,11 +66,31 @@ def _inconclusive(v: Verdict) -> str:
     return "; ".join(r for r in v.reasons)[:400] or "no evidence either way on this host"
 
 
+
+def _hardened_copy(task: Task, probe: Probe, result: HardenResult, source_hash: str) -> Task:
+    """The copy with its tests in a separate verifier, the chosen artifacts, downloads at build time, provenance;
+    what was chosen, dropped and changed goes into `result`."""
+    named, names = named_paths(task)
+    choice: Choice = choose_artifacts(probe.changed, named, names)
+    result.artifacts, result.dropped = choice.artifacts, probe.dropped + choice.dropped
+    if probe.truncated:
+        result.dropped.append(f"the listing was cut at {len(probe.changed)} entries: a solution that changes more "
+                              "files is hardened from the first ones only")
+    hardened = task.model_copy(deep=True)
+    moved, result.cannot_move = move_downloads(hardened, result.downloads)
+    uvx = any(d.kind == "uvx" and d.action != "kept" for d in result.downloads)
+    # The verifier's network goes off only when nothing it runs still fetches.
+    result.changes = harden_config(hardened, choice.artifacts, offline=not result.cannot_move, uv_offline=uvx) + moved
+    record_provenance(hardened, source_hash, task.source_format, result.changes, choice.artifacts)
+    hardened.check()
+    return hardened
+
+
 async def harden_task(task: Task, out_dir: Path, *, env: str = "podman", jobs_dir: Path, repeats: int = 2,
                       mutation: str = "sample:4", concurrency: int = 3, image_map: ImageMap | None = None,
                       overwrite: bool = False, gate: asyncio.Semaphore | None = None,
-                      on_trial_done: Callable[[TrialOutcome], None] | None = None, dest_name: str | None = None
-                      ) -> HardenResult:
+                      on_trial_done: Callable[[TrialOutcome], None] | None = None, dest_name: str | None = None,
+                      red_team: str = "on") -> HardenResult:
     """Harden `task` into `out_dir/<dest_name>` (default: the source dir's name) and prove it.
 
     Statuses: hardened (written), unchanged (already separate and clean: written as it was), not hardened (the
@@ -81,64 +101,65 @@ async def harden_task(task: Task, out_dir: Path, *, env: str = "podman", jobs_di
     mapping = image_map or ImageMap()
     source_hash = task.content_hash()
     result = HardenResult(task=task.name, source=str(task.source or name), status="inconclusive")
-    script = task.read_text("tests/test.sh") if task.has("tests/test.sh") else ""
-    result.downloads = grading_downloads(script)
+    # Every shell script of the tests (a TB1 task's run-tests.sh is called by the converted test.sh).
+    result.downloads = [d for path in sorted(p for p in task.files if p.startswith("tests/") and p.endswith(".sh"))
+                        for d in grading_downloads(task.read_text(path), path)]
     result.live_state = live_probes(task)
-    verifiers = default_verifiers(repeats, red_team="on", mutation=mutation)
+    verifiers = default_verifiers(repeats, red_team=red_team, mutation=mutation)
     work = jobs_dir / name
-    need_probe = not is_separate(task) and not result.live_state
     timeout = float((task.config.get("agent") or {}).get("timeout_sec") or 900)
-    before_job = _verify(name, task, env, mapping, work / "before", verifiers, concurrency, gate, on_trial_done)
-    probe_job = probe_changes(runnable_copy(task, env, mapping, work / "_probe")[0], env, timeout_sec=timeout) \
-        if need_probe else None
-    gathered = await asyncio.gather(before_job, *([probe_job] if probe_job else []), return_exceptions=True)
-    for g in gathered:
-        if isinstance(g, BaseException) and not isinstance(g, ProbeError):
-            raise g
-    before = gathered[0]
-    assert isinstance(before, Verdict)
-    result.before = ProofSide.of(before)
-    probe = gathered[1] if probe_job else None
 
     def done(status, reason: str) -> HardenResult:
         result.status, result.reason, result.seconds = status, reason, round(time.monotonic() - t0, 1)
         return result
 
-    if (failed := _oracle_failed(before)) is not None:
-        return done("not hardened", f"nothing to learn from: the reference solution fails its own tests ({failed})")
-    if result.before.verifies is None or _host_failed(before):
-        return done("inconclusive", f"the task could not be run here: {_inconclusive(before)}")
-    if result.live_state:
-        what = result.live_state[0].what
-        result.suggestion = SUGGEST_LIVE.format(what=what)
-        return done("not hardened", _live_reason(result.live_state))
-    if is_separate(task):
-        if before.ok:
-            dest = save(task, out_dir / name, overwrite=overwrite)
-            result.out, result.after = str(dest), result.before
-            return done("unchanged", "the tests already run in a separate verifier and every check passes")
-        return done("not hardened", "the tests already run in a separate verifier, yet the proof fails "
-                    f"({'; '.join(before.reasons)[:300]}): a sandbox cannot fix a lenient grader; tighten the tests")
-    if isinstance(probe, ProbeError):
-        return done("inconclusive", f"the solution's changes could not be listed: {probe}")
-    assert isinstance(probe, Probe)
-    named, names = named_paths(task)
-    choice: Choice = choose_artifacts(probe.changed, named, names)
-    result.artifacts, result.dropped = choice.artifacts, probe.dropped + choice.dropped
-    if probe.truncated:
-        result.dropped.append(f"the listing was cut at {len(probe.changed)} entries: a solution that changes more "
-                              "files is hardened from the first ones only")
-    hardened = task.model_copy(deep=True)
-    changes, result.cannot_move = move_downloads(hardened, result.downloads)
-    kept_online = any(d.action == "kept" and d.kind not in ("offline",) for d in result.downloads) or \
-        any("cannot be installed" in c for c in result.cannot_move)
-    uvx = any(d.kind == "uvx" and d.action != "kept" for d in result.downloads)
-    changes = harden_config(hardened, choice.artifacts, offline=not kept_online, uv_offline=uvx) + changes
-    result.changes = changes
-    record_provenance(hardened, source_hash, task.source_format, changes, choice.artifacts)
-    hardened.check()
+    async def build_and_prove() -> tuple[Task, Verdict] | ProbeError:
+        """The probe, the hardened copy, its proof: run beside the proof of the task as given (the pool stays full;
+        the copy's trials are cancelled if the original shows there is nothing to harden)."""
+        try:
+            probe = await probe_changes(runnable_copy(task, env, mapping, work / "_probe")[0], env,
+                                        timeout_sec=timeout)
+        except ProbeError as exc:
+            return exc
+        hardened = _hardened_copy(task, probe, result, source_hash)
+        after = await _verify(name, hardened, env, mapping, work / "after", verifiers, concurrency, gate,
+                              on_trial_done)
+        return hardened, after
+
+    speculative = not is_separate(task) and not result.live_state
+    after_job = asyncio.ensure_future(build_and_prove()) if speculative else None
+    try:
+        before = await _verify(name, task, env, mapping, work / "before", verifiers, concurrency, gate,
+                               on_trial_done)
+        result.before = ProofSide.of(before)
+        stop = None
+        if (failed := _oracle_failed(before)) is not None:
+            stop = done("not hardened", f"nothing to learn from: the reference solution fails its own tests ({failed})")
+        elif result.before.verifies is None or _host_failed(before):
+            stop = done("inconclusive", f"the task could not be run here: {_inconclusive(before)}")
+        elif result.live_state:
+            result.suggestion = SUGGEST_LIVE.format(what=result.live_state[0].what)
+            stop = done("not hardened", _live_reason(result.live_state))
+        elif is_separate(task):
+            if before.ok:
+                result.out, result.after = str(save(task, out_dir / name, overwrite=overwrite)), result.before
+                stop = done("unchanged", "the tests already run in a separate verifier and every check passes")
+            else:
+                stop = done("not hardened", "the tests already run in a separate verifier, yet the proof fails "
+                            f"({'; '.join(before.reasons)[:300]}): a sandbox cannot fix a lenient grader; tighten "
+                            "the tests")
+        if stop is not None:
+            return stop
+        assert after_job is not None
+        proved = await after_job
+    finally:
+        if after_job is not None and not after_job.done():
+            after_job.cancel()
+            await asyncio.gather(after_job, return_exceptions=True)  # its sandboxes are stopped before we return
+    if isinstance(proved, ProbeError):
+        return done("inconclusive", f"the solution's changes could not be listed: {proved}")
+    hardened, after = proved
     result.diff = "\n".join(c.diff for c in diff_tasks(task, hardened).changes)
-    after = await _verify(name, hardened, env, mapping, work / "after", verifiers, concurrency, gate, on_trial_done)
     result.after = ProofSide.of(after)
     if after.ok or (result.after.verifies and result.after.red_team == "clean"):
         # Mutation survivors make a task weak, not hackable: written, with the score beside it.

@@ -42,7 +42,8 @@ class ProofSide(BaseModel):
         m = mut.metrics if mut is not None else {}
         total = m.get("killed", 0) + m.get("survived", 0)
         return cls(status=v.status, verifies=verifies, red_team=red,
-                   mutation=f"{m.get('killed', 0)}/{total}" if total else "-", reasons=v.reasons)
+                   mutation=f"{m.get('killed', 0)}/{total}" if total else ("no mutants" if mut else "-"),
+                   reasons=v.reasons)
 
 
 class HardenResult(BaseModel):

@@ -28,7 +28,7 @@ def is_separate(task: Task) -> bool:
 
 def _tools_script(downloads: list[Download]) -> str:
     lines = ["#!/bin/bash",
-             "# Written by envevo harden from tests/test.sh: what the tests fetched while grading, run at build time",
+             "# Written by envevo harden from the tests' scripts: what they fetched while grading, run at build time",
              "# so the separate verifier needs no network. set -e: a failing install fails the build, visibly.",
              "set -e"]
     for d in downloads:
@@ -37,9 +37,9 @@ def _tools_script(downloads: list[Download]) -> str:
         if d.kind == "uvx":
             warm = uvx_warmup(d.command)
             if warm:
-                lines.append(f"{warm}  # tests/test.sh:{d.line}, the tools resolved into uv's cache")
+                lines.append(f"{warm}  # {d.file}:{d.line}, the tools resolved into uv's cache")
             continue
-        lines.append(f"{d.command}  # tests/test.sh:{d.line}")
+        lines.append(f"{d.command}  # {d.file}:{d.line}")
     return "\n".join(lines) + "\n"
 
 
@@ -72,7 +72,7 @@ def _blank_moved(script: str, moved: list[Download]) -> str:
 def move_downloads(task: Task, downloads: list[Download]) -> tuple[list[str], list[str]]:
     """Install the tests' downloads at build time, in place on `task`. (changes made, why some could not move)."""
     changes: list[str] = []
-    cannot: list[str] = [f"tests/test.sh:{d.line} `{d.command[:80]}`: {d.note}" for d in downloads
+    cannot: list[str] = [f"{d.file}:{d.line} `{d.command[:80]}`: {d.note}" for d in downloads
                          if d.action == "kept" and d.kind != "offline"]
     active = [d for d in downloads if d.action != "kept"]
     fetching = [d for d in active if d.kind not in ("venv", "path-setup")]
@@ -84,12 +84,11 @@ def move_downloads(task: Task, downloads: list[Download]) -> tuple[list[str], li
         return changes, cannot
     task.write(f"environment/{TOOLS_SCRIPT}", _tools_script(active), executable=True)
     task.write("environment/Dockerfile", _dockerfile(task.read_text("environment/Dockerfile")))
-    moved = [d for d in active if d.action == "moved"]
-    if moved:
-        task.write("tests/test.sh", _blank_moved(task.read_text("tests/test.sh"), moved))
+    for file in sorted({d.file for d in active if d.action == "moved"}):
+        task.write(file, _blank_moved(task.read_text(file), [d for d in active if d.action == "moved" and d.file == file]))
     for d in active:
         verb = {"moved": "installed at build time", "replayed": "also run at build time"}[d.action]
-        changes.append(f"tests/test.sh:{d.line} `{d.command[:80]}`: {verb}")
+        changes.append(f"{d.file}:{d.line} `{d.command[:80]}`: {verb}")
     return changes, cannot
 
 
