@@ -108,9 +108,16 @@ def harden_config(task: Task, artifacts: list[Artifact], *, offline: bool, uv_of
         config["artifacts"] = existing + new
         changes += [f"artifact {a.path}: {a.why}" for a in artifacts if a.path in new]
     if offline and verifier.get("network_mode") != "no-network":
+        # Harbor starts a container with one network policy: the separate verifier's own environment (a copy of the
+        # task's, same build) is declared without network, and its phase too.
+        venv = dict(verifier.get("environment") or config.get("environment") or {})
+        venv.pop("allow_internet", None)
+        venv["network_mode"] = "no-network"
+        verifier["environment"] = venv
         verifier["network_mode"] = "no-network"
         verifier.pop("allow_internet", None)
-        changes.append('[verifier] network_mode = "no-network": the tests need nothing from the network')
+        changes.append('[verifier] network_mode = "no-network" and [verifier.environment] (the task\'s own, without '
+                       "network): the tests need nothing from the network")
     if uv_offline:
         env = dict(verifier.get("env") or {})
         env["UV_OFFLINE"] = "1"
