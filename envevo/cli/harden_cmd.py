@@ -55,7 +55,9 @@ def harden(
                                                   "./jobs/harden-<time>).")] = None,
     json_out: o.Json = False,
 ) -> None:
-    """Harden third-party tasks so they are safe to train on: the tests move to a separate verifier (Harbor's
+    """Write a hardened copy of each task, safe to train on and proved before it is written (docs/trust.md#harden).
+
+    The tests move to a separate verifier (Harbor's
     environment_mode = "separate", built from the task's own environment), the files the reference solution leaves
     that the tests read are declared as artifacts (the smallest set, each with why), and what test.sh downloads
     while grading is installed at build time so the verifier runs offline. Each copy is proved before it is written:
@@ -80,23 +82,23 @@ def harden(
     jobs = (jobs_dir or Path("jobs") / f"harden-{datetime.now():%Y%m%d-%H%M%S}").resolve()
     jobs.mkdir(parents=True, exist_ok=True)
     gate = asyncio.Semaphore(concurrency)
+    # The marker first, then after each task: a run cut short leaves an --out that a re-run may --overwrite.
+    finished: list[dict] = []
+    write_marker(out_dir, finished, previous)
 
     async def run_all(advance):
         async def one(task, name):
             r = await harden_task(task, out_dir, env=env, jobs_dir=jobs, repeats=repeats, mutation=mutation,
                                   concurrency=concurrency, image_map=mapping, overwrite=True, gate=gate,
-                                  on_trial_done=lambda t: advance(f"{t.task} {t.agent}", trial=True),
                                   dest_name=name)
+            finished.append(r.model_dump(mode="json", exclude={"diff"}))
+            write_marker(out_dir, finished, previous)
             advance(f"{name}: {r.status}")
             return r
         return await asyncio.gather(*(one(t, n) for t, n in zip(loaded, names, strict=True)))
 
-    with progress(f"hardening {len(loaded)} task(s)", len(loaded)) as bar:
-        def advance(line: str, trial: bool = False) -> None:
-            if not trial:
-                bar(line)
+    with progress(f"hardening {len(loaded)} task(s)", len(loaded)) as advance:
         results = asyncio.run(run_all(advance))
-    write_marker(out_dir, [r.model_dump(mode="json", exclude={"diff"}) for r in results], previous)
 
     if json_out:
         print_json([r.model_dump(mode="json", exclude=None if diff else {"diff"}) for r in results])

@@ -113,3 +113,12 @@ def test_the_command_refuses_an_existing_out_in_one_line(tmp_path: Path) -> None
     empty.mkdir()
     r = CliRunner().invoke(app, ["harden", str(empty), "--out", str(tmp_path / "o2")])
     assert r.exit_code == 2 and "Traceback" not in r.output and not (tmp_path / "o2").exists()
+
+
+def test_a_run_cut_short_leaves_an_out_a_rerun_may_overwrite(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    write_marker(out, [], [])  # what the command writes before the first task
+    (out / "t1").mkdir()
+    assert check_out(out, overwrite=True) == []
+    with pytest.raises(UserError, match="not written by envevo harden"):
+        check_dest(out, "t1", [])  # a dir the marker does not list is someone else's
