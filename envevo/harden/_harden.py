@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from envevo.harden._artifacts import Choice, choose_artifacts
@@ -20,7 +20,7 @@ from envevo.harden._scan import LiveProbe, grading_downloads, live_probes, named
 from envevo.runtime import TrialOutcome
 from envevo.sandbox import runnable_copy
 from envevo.task import ImageMap, Task, diff_tasks, save
-from envevo.verify import Verdict, default_verifiers, verify_tasks
+from envevo.verify import TrialVerifier, Verdict, default_verifiers, verify_tasks
 
 SUGGEST_LIVE = ("make the result a file: have solution/solve.sh (and the instruction) write what the test asks the "
                 "running service (e.g. the response of {what}) to a file under the task's work dir, and test that "
@@ -90,12 +90,15 @@ async def harden_task(task: Task, out_dir: Path, *, env: str = "podman", jobs_di
                       mutation: str = "sample:4", concurrency: int = 3, image_map: ImageMap | None = None,
                       overwrite: bool = False, gate: asyncio.Semaphore | None = None,
                       on_trial_done: Callable[[TrialOutcome], None] | None = None, dest_name: str | None = None,
-                      red_team: str = "on") -> HardenResult:
+                      red_team: str = "on", before: Verdict | None = None,
+                      verifiers: Sequence[TrialVerifier] | None = None) -> HardenResult:
     """Harden `task` into `out_dir/<dest_name>` (default: the source dir's name) and prove it.
 
     Statuses: hardened (written), unchanged (already separate and clean: written as it was), not hardened (the
     reason and, for live state, the evidence and a suggested rewrite; nothing written), inconclusive (this host
-    could not decide: nothing written)."""
+    could not decide: nothing written). `before`: the task's verdict when the caller has one already (evolve's seed
+    gate), so it is not verified twice; `verifiers`: the caller's (default: `default_verifiers` with the red team
+    and `mutation`)."""
     t0 = time.monotonic()
     name = dest_name or (task.source.name if task.source else task.name.rsplit("/", 1)[-1])
     mapping = image_map or ImageMap()
@@ -105,7 +108,8 @@ async def harden_task(task: Task, out_dir: Path, *, env: str = "podman", jobs_di
     result.downloads = [d for path in sorted(p for p in task.files if p.startswith("tests/") and p.endswith(".sh"))
                         for d in grading_downloads(task.read_text(path), path)]
     result.live_state = live_probes(task)
-    verifiers = default_verifiers(repeats, red_team=red_team, mutation=mutation)
+    verifiers = list(verifiers) if verifiers is not None else default_verifiers(repeats, red_team=red_team,
+                                                                                 mutation=mutation)
     work = jobs_dir / name
     timeout = float((task.config.get("agent") or {}).get("timeout_sec") or 900)
 
@@ -129,8 +133,9 @@ async def harden_task(task: Task, out_dir: Path, *, env: str = "podman", jobs_di
     speculative = not is_separate(task) and not result.live_state
     after_job = asyncio.ensure_future(build_and_prove()) if speculative else None
     try:
-        before = await _verify(name, task, env, mapping, work / "before", verifiers, concurrency, gate,
-                               on_trial_done)
+        if before is None:
+            before = await _verify(name, task, env, mapping, work / "before", verifiers, concurrency, gate,
+                                   on_trial_done)
         result.before = ProofSide.of(before)
         stop = None
         if (failed := _oracle_failed(before)) is not None:
