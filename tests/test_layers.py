@@ -34,7 +34,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("catalog",),
     ("runtime",),
     ("sandbox", "verify"),
-    ("llm",),
+    ("llm", "harden"),
     ("store",),
     ("evolve",),
     ("rollout",),

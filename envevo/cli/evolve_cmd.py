@@ -97,6 +97,10 @@ def evolve(
     env: o.Env = o.ENV,
     repeats: o.Repeats = o.REPEATS,
     red_team: o.RedTeam = o.RED_TEAM,
+    harden: Annotated[bool, typer.Option("--harden/--no-harden", help="A seed that only the red team failed is "
+                                         "hardened (tests to a separate verifier, proved; docs/trust.md#harden) and "
+                                         "evolves from the hardened copy, stored as generation 0 with its provenance. "
+                                         "--no-harden rejects it instead.", rich_help_panel=o.SANDBOX)] = True,
     learn_rubric: o.LearnRubric = None,
     mutation: o.Mutation = o.MUTATION,
     plan_budget: Annotated[int, typer.Option("--plan-budget", min=1, help="Proposer→Reviewer rounds per "
@@ -185,7 +189,7 @@ def evolve(
         asyncio.run(engine.preflight())  # a missing key or a dead endpoint: one line, before any work
     given = EvolveConfig(
         engine=engine_name, generations=generations, effort=effort, seed=seed, directions=parse_directions(directions),
-        plan_budget=plan_budget, env_budget=env_budget, env=env, repeats=repeats, red_team=red_team, mutation=mutation,
+        plan_budget=plan_budget, env_budget=env_budget, env=env, repeats=repeats, red_team=red_team, harden=harden, mutation=mutation,
         model_mutants=model_mutants, trial_concurrency=trial_concurrency, lineage_concurrency=lineages,
         max_drift=parse_max_drift(max_drift),
         # Recorded so that --resume refuses to continue a lineage with different models.

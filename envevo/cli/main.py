@@ -29,6 +29,7 @@ def _register() -> None:
         doctor_cmd,
         evolve_cmd,
         export_cmd,
+        harden_cmd,
         lineage_cmd,
         report_cmd,
         review_cmd,
@@ -44,6 +45,7 @@ def _register() -> None:
     app.command("doctor")(doctor_cmd.doctor)
     app.command("verify")(verify_cmd.verify)
     app.command("audit")(audit_cmd.audit)
+    app.command("harden")(harden_cmd.harden)
     app.add_typer(seed_cmd.seed_app, name="seed")
     app.command("evolve")(evolve_cmd.evolve)
     app.command("report")(report_cmd.report)

@@ -21,6 +21,8 @@ class EvolveConfig(BaseModel):
     env: str = "podman"
     repeats: int = Field(2, ge=1, description="oracle runs per candidate")
     red_team: str = Field("on", description="exploit agents on every candidate: on, off, or sample:N")
+    harden: bool = Field(True, description="a seed that only the red team failed is hardened (docs/trust.md#harden) "
+                                           "and evolves from its proved hardened copy; False: it is rejected")
     mutation: str = Field("sample:4", description="near-miss solutions (a step's wrong variant or omission; solve.sh "
                                                   "cut short) that must all score 0: on, off, or sample:N per candidate")
     model_mutants: int = Field(0, ge=0, description="near misses the run's model writes per candidate for the mutation "

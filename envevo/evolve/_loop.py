@@ -24,6 +24,7 @@ from envevo.evolve._config import EvolveConfig
 from envevo.evolve._engine import CandidateFailed, Engine, EngineStop, GenerationContext, Proposal, Review, uses_models
 from envevo.evolve._events import Event, Stage
 from envevo.evolve._recorder import Recorder, StoreRecorder
+from envevo.evolve._seed_harden import harden_seed, only_red_team
 from envevo.store import Lineage, LineageStore, Version, VersionCommit
 from envevo.task import Task, save
 from envevo.trace import Direction, Drift, Trace, check_direction, check_effort, difficulty, measure_drift
@@ -32,6 +33,7 @@ from envevo.verify import (
     MutationVerifier,
     TaskVerifier,
     TrialVerifier,
+    Verdict,
     default_verifiers,
     verify_candidate,
 )
@@ -281,7 +283,8 @@ class SeedStart:
             lid = known.id if known is not None else await asyncio.to_thread(self.store.create_lineage, name, task)
             await self._end(name, lid, SKIPPED + str(e))
             return lid
-        sound, why = await self._gate(name, task)
+        sound, why, verdict = await self._gate(name, task)
+        task, sound, why = await harden_seed(self, name, task, verdict, sound, why)  # only the red team failed it
         lid = await asyncio.to_thread(self.store.create_lineage, name, task, trace=trace,
                                       difficulty=difficulty(trace, self.engine.reference()), verified=sound)
         try:  # the seed's own figures (similarity 1, no parent), with the encoder that will measure the rest
@@ -298,7 +301,7 @@ class SeedStart:
         await asyncio.to_thread(self.store.finish_lineage, lid, "terminated", reason)
         self.on_event(Event(name, 0, Stage.TERMINATED, reason))
 
-    async def _gate(self, name: str, task: Task) -> tuple[bool, str]:
+    async def _gate(self, name: str, task: Task) -> tuple[bool, str, Verdict]:
         """Verify the seed like every later generation; the rubric judges it (recorded, shown) but does not gate it."""
         workdir = self.store.run_dir / "work" / "seeds" / name
         task_dir = save(task, workdir / "task", overwrite=True)
@@ -313,14 +316,12 @@ class SeedStart:
             self.on_event(Event(name, 0, Stage.JUDGED, f"the seed's rubric verdict, which does not gate it: "
                                                    f"{'pass' if judged.passed else 'fail'}{': ' + said if said else ''}"))
         if all(r.passed for r in gating.values()):
-            return True, ""
+            return True, "", verdict
         reason = UNSOUND + "; ".join(f"{k}: {r}" for k, rep in gating.items() for r in rep.reasons)
-        red = verdict.reports.get("red_team")
-        if red is not None and not red.passed and all(r.passed for k, r in gating.items() if k != "red_team"):
-            # Most public tasks test in the agent's own container, so an agent can forge their reward.
+        if only_red_team(verdict):  # most public tasks test in the agent's container: an agent can forge the reward
             reason += (" — only the red team failed it: give the seed a separate verifier environment "
-                       "(docs/trust.md), or evolve it anyway with --red-team off")
-        return False, reason
+                       "(`envevo harden`, docs/trust.md#harden), or evolve it anyway with --red-team off")
+        return False, reason, verdict
 
 
 def kept_line(lineage: Lineage) -> str:

@@ -232,14 +232,52 @@ def test_a_seed_only_the_red_team_fails_says_how_to_go_on(tmp_path, oracle_passe
     store = LineageStore.open(tmp_path / "run")
     # The rubric judges a seed without gating it, so its failure changes nothing here.
     checks = [Verdicts("red_team", False), Verdicts("oracle", oracle_passes), Verdicts("rubric", False)]
-    todo = asyncio.run(start_lineages(store, [("hello", seed_task())], ScriptedEngine(), EvolveConfig(generations=1),
-                                      checks=checks, verifiers=[]))
+    todo = asyncio.run(start_lineages(store, [("hello", seed_task())], ScriptedEngine(),
+                                      EvolveConfig(generations=1, harden=False), checks=checks, verifiers=[]))
     (lin,) = store.lineages()
     assert todo == [] and lin.status == "terminated" and "red_team broke it" in lin.reason
     assert "rubric broke it" not in lin.reason
     # The way out is named only when the red team is the one failing gate: a task that is unsound otherwise
     # would not be helped by switching the red team off.
     assert ("--red-team off" in lin.reason) is oracle_passes
+
+
+@pytest.mark.parametrize("proved", [True, False])
+def test_a_seed_only_the_red_team_fails_is_hardened_by_default(tmp_path, monkeypatch, proved):
+    """Generation 0 is the hardened copy when harden proves it (its provenance in the task), said in one line; when
+    harden cannot, the seed stays rejected with harden's reason. (`harden_task` itself runs containers: it is
+    replaced here by one that writes a copy; tests/harden proves the real one.)"""
+    from envevo.evolve import _seed_harden
+    from envevo.harden import HardenResult
+    from envevo.task import save
+
+    seen = {}
+
+    async def fake_harden(task, out_dir, **kw):
+        seen.update(kw)
+        if not proved:
+            return HardenResult(task=task.name, source="x", status="not hardened", reason="the tests query port 8000")
+        copy = task.model_copy(deep=True)
+        copy.update_envevo_metadata(hardened={"from_content_hash": task.content_hash()})
+        return HardenResult(task=task.name, source="x", status="hardened", out=str(save(copy, out_dir / "seed")))
+
+    monkeypatch.setattr(_seed_harden, "harden_task", fake_harden)
+    store = LineageStore.open(tmp_path / "run")
+    events = []
+    seed = seed_task()
+    todo = asyncio.run(start_lineages(store, [("hello", seed)], ScriptedEngine(), EvolveConfig(generations=1),
+                                      checks=[Verdicts("red_team", False), Verdicts("oracle", True)], verifiers=[],
+                                      on_event=events.append))
+    (lin,) = store.lineages()
+    assert seen["before"].reports["red_team"].passed is False  # the gate's verdict, not verified twice
+    if proved:
+        assert todo == ["hello"] and lin.status == "running" and store.version("hello", 0).verified
+        gen0 = store.load_version_task(store.version("hello", 0).task_hash)
+        assert gen0.envevo_metadata["hardened"]["from_content_hash"] == seed.content_hash()
+        assert any("the seed was hardened and proved" in e.detail for e in events)
+    else:
+        assert todo == [] and lin.status == "terminated"
+        assert "harden could not fix it (not hardened: the tests query port 8000" in lin.reason
 
 
 def test_a_seed_is_judged_not_gated_by_the_rubric(tmp_path):

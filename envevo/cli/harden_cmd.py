@@ -1,0 +1,137 @@
+"""`envevo harden`: write a hardened copy of each task (tests in a separate verifier, artifacts inferred and proved,
+test-time downloads at build time), with the proof before and after."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from envevo.cli import _options as o
+from envevo.cli._common import err, out, preflight, print_json, progress, user_errors
+from envevo.errors import ExitCode, UserError
+
+_STATUS = {"hardened": "[green]hardened[/]", "unchanged": "[green]unchanged[/]",
+           "not hardened": "[bold red]not hardened[/]", "inconclusive": "[yellow]inconclusive[/]"}
+
+
+def _side(side) -> list[str]:
+    if side is None:
+        return ["-", "-", "-"]
+    verifies = {True: "yes", False: "no", None: "?"}[side.verifies]
+    return [verifies, side.red_team, side.mutation]
+
+
+def _exit_code(results) -> int:
+    statuses = {r.status for r in results}
+    if "not hardened" in statuses:
+        return ExitCode.FAIL
+    if "inconclusive" in statuses:
+        return ExitCode.INCONCLUSIVE
+    return ExitCode.OK
+
+
+@user_errors(interrupted="interrupted: sandboxes were torn down and no half-written copy was left in --out; re-run "
+                         "the command (with --overwrite) to continue")
+def harden(
+    tasks: Annotated[list[Path], typer.Argument(help="Task dirs (Harbor or Terminal-Bench 1), or folders of tasks.")],
+    out_dir: Annotated[Path, o.out_option("Folder to write the hardened tasks into, one dir per task; refused if it "
+                                          "exists, unless --overwrite and a previous harden wrote it.")],
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a previous harden output in --out (only the "
+                                            "task dirs it wrote).")] = False,
+    diff: Annotated[bool, typer.Option("--diff", help="Show each task's changes as a unified diff.")] = False,
+    env: o.Env = o.ENV,
+    repeats: o.Repeats = o.REPEATS,
+    concurrency: o.Concurrency = o.CONCURRENCY,
+    mutation: o.Mutation = o.MUTATION,
+    image_map: o.ImageMapOpt = [],  # noqa: B006 (typer copies list defaults)
+    config: o.ConfigFile = None,
+    jobs_dir: Annotated[Path | None, typer.Option("--jobs-dir", help="Where trial logs go (default: "
+                                                  "./jobs/harden-<time>).")] = None,
+    json_out: o.Json = False,
+) -> None:
+    """Write a hardened copy of each task, safe to train on and proved before it is written (docs/trust.md#harden).
+
+    The tests move to a separate verifier (Harbor's
+    environment_mode = "separate", built from the task's own environment), the files the reference solution leaves
+    that the tests read are declared as artifacts (the smallest set, each with why), and what test.sh downloads
+    while grading is installed at build time so the verifier runs offline. Each copy is proved before it is written:
+    oracle passes, nop fails, every red-team exploit scores 0, and the mutation score, before and after. A test that
+    asks a running process (a served port, a daemon) cannot move: the task is reported hackable, with the evidence
+    and the smallest rewrite. Exit 0: all hardened or unchanged; 1: some not hardened; 3: some inconclusive."""
+    from envevo.cli.verify_cmd import check_mutation
+    from envevo.harden import check_dest, check_out, harden_task, write_marker
+    from envevo.task import first_duplicate, load_image_map, load_task_args
+
+    check_mutation(mutation)
+    out_dir = out_dir.absolute()
+    previous = check_out(out_dir, overwrite)
+    loaded = load_task_args(tasks)  # every task is validated before any container starts
+    names = [t.source.name if t.source else t.name for t in loaded]
+    if (dup := first_duplicate(names)):
+        raise UserError(f"two tasks are named {dup!r}; harden them into separate --out folders")
+    for name in names:
+        check_dest(out_dir, name, previous)
+    preflight(env)
+    mapping = load_image_map(image_map, config)
+    jobs = (jobs_dir or Path("jobs") / f"harden-{datetime.now():%Y%m%d-%H%M%S}").resolve()
+    jobs.mkdir(parents=True, exist_ok=True)
+    gate = asyncio.Semaphore(concurrency)
+    # The marker first, then after each task: a run cut short leaves an --out that a re-run may --overwrite.
+    finished: list[dict] = []
+    write_marker(out_dir, finished, previous)
+
+    async def run_all(advance):
+        async def one(task, name):
+            r = await harden_task(task, out_dir, env=env, jobs_dir=jobs, repeats=repeats, mutation=mutation,
+                                  concurrency=concurrency, image_map=mapping, overwrite=True, gate=gate,
+                                  dest_name=name)
+            finished.append(r.model_dump(mode="json", exclude={"diff"}))
+            write_marker(out_dir, finished, previous)
+            advance(f"{name}: {r.status}")
+            return r
+        return await asyncio.gather(*(one(t, n) for t, n in zip(loaded, names, strict=True)))
+
+    with progress(f"hardening {len(loaded)} task(s)", len(loaded)) as advance:
+        results = asyncio.run(run_all(advance))
+
+    if json_out:
+        print_json([r.model_dump(mode="json", exclude=None if diff else {"diff"}) for r in results])
+    else:
+        _print_table(results, env)
+        if diff:
+            for r in results:
+                if r.diff:
+                    out.rule(escape(r.task))
+                    out.print(escape(r.diff), highlight=False)
+        err.print(f"trial logs: {jobs}")
+    raise typer.Exit(_exit_code(results))
+
+
+def _print_table(results, env: str) -> None:
+    table = Table(title=f"envevo harden ({env})")
+    for col in ("task", "before: verifies", "red team", "mutation", "after: verifies", "red team", "mutation",
+                "artifacts", "status"):
+        table.add_column(col, overflow="fold")
+    for r in results:
+        arts = "\n".join(a.path for a in r.artifacts) or "-"
+        status = _STATUS[r.status] + (f"\n{escape(r.reason)}" if r.reason else "")
+        table.add_row(escape(r.task), *_side(r.before), *_side(r.after), escape(arts), status)
+    out.print(table)
+    for r in results:
+        for a in r.artifacts:
+            err.print(f"{escape(r.task)}: artifact {escape(a.path)}: {escape(a.why)}", highlight=False)
+        for c in r.cannot_move:
+            err.print(f"{escape(r.task)}: cannot move: {escape(c)}", highlight=False)
+        for p in r.live_state:
+            err.print(f"{escape(r.task)}: {escape(p.file)}:{p.line} asks {escape(p.what)}: {escape(p.text)}",
+                      highlight=False)
+        if r.suggestion:
+            err.print(f"{escape(r.task)}: suggested rewrite: {escape(r.suggestion)}", highlight=False)
+        if r.out:
+            err.print(f"{escape(r.task)}: written to {escape(r.out)}", highlight=False)
