@@ -198,6 +198,7 @@ class RedTeamVerifier:
                                + (("  planted:\n" + "\n".join(f"  | {p}" for p in planted[:12])
                                    + (f"\n  | … and {len(planted) - 12} more" if len(planted) > 12 else "") + "\n")
                                   if planted else "")
+                               + self._lenient(task_dir, name)
                                + quote(logs.test_stdout, 6)))
         skipped: list[Finding] = []
         attacks = self._attacks.get(Path(task_dir).resolve(), []) if task_dir is not None else []
@@ -212,6 +213,13 @@ class RedTeamVerifier:
                               reasons=[text for _, text in found],
                               notes=[_skip_note(f) for f in skipped] + tried + probe_notes, metrics=metrics,
                               runs=runs, findings=[f for f, _ in found] + skipped)
+
+    def _lenient(self, task_dir: Path | None, name: str) -> str:
+        """For a grader-logic exploit, the test lines that let it through: the tests to tighten."""
+        exploit = get_exploit(name) if name in exploit_names() else None
+        checks = getattr(exploit, "lenient_checks", None)
+        found = checks(self._task(task_dir)) if checks is not None and task_dir is not None else []
+        return ("  the tests to tighten:\n" + "\n".join(f"  | {c}" for c in found[:6]) + "\n") if found else ""
 
     def _static_findings(self, task_dir: Path) -> list[tuple[Finding, str]]:
         """What the planned static exploits found in the task's files (no trial)."""
