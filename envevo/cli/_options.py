@@ -84,8 +84,10 @@ Repeats = Annotated[int, typer.Option("--repeats", min=1, help="Oracle runs per 
                                       rich_help_panel=SANDBOX)]
 RedTeam = Annotated[str, typer.Option("--red-team", help="Exploit agents (reward forgery, runner hijack, tool "
                                       "shadowing, output guessing, peeking, log links, code the verifier runs, "
-                                      "forged evidence, detached daemons, FIFOs, sparse files) must all score 0: on, "
-                                      "off, or sample:N.",
+                                      "forged evidence, detached daemons, FIFOs, sparse files, answer flooding, "
+                                      "loose numbers, judge injection, artifact links, executed artifacts) must all "
+                                      "score 0: on, off, or sample:N. 'on' also measures the false-fail rate "
+                                      "(the reference answer reformatted; a warning).",
                                       rich_help_panel=SANDBOX)]
 Mutation = Annotated[str, typer.Option("--mutation", help="Near-miss solutions must all score 0: each step done with "
                                        "its plausible mistake or skipped (procedural tasks), solve.sh cut after each "

@@ -68,6 +68,13 @@ def audit(
     ray_address: o.RayAddress = None,
     max_sandboxes: o.MaxSandboxes = None,
     start_rate: o.StartRate = None,
+    fail_on: Annotated[list[str], typer.Option(
+        "--fail-on", metavar="CLASS", help="Exit 1 only if one of these broke some task (repeat, or comma-separate): "
+        "an exploit (reward_forgery, answer_flooding, …), oracle, invalid_test, red_team (any exploit), mutation "
+        "(any surviving mutant) or a class as listed (mutant:wrong). Default: any failure.")] = [],  # noqa: B006
+    sarif: Annotated[Path | None, typer.Option(
+        "--sarif", metavar="FILE", help="Also write the findings as SARIF 2.1.0 (one result per finding; rule = "
+        "verifier/exploit class; level error for broke/failed, warning for inconclusive or a false fail).")] = None,
 ) -> None:
     """Audit tasks for soundness and reward hacks: per task, which verifier failed, which exploit broke it, and its
     mutation score (near-miss solutions killed of those run) with the surviving mutants by name. The red team's LLM
@@ -77,10 +84,11 @@ def audit(
     from envevo.llm import verifiers_with_model
     from envevo.sandbox import runnable_copy
     from envevo.task import load_image_map, load_task_args, unique_by_hash
-    from envevo.verify import audit_record, end_torn_line, record_reasons, verify_tasks
+    from envevo.verify import audit_record, audit_sarif, end_torn_line, fail_on_hits, record_reasons, verify_tasks
 
     check_red_team(red_team)
     check_mutation(mutation)
+    wanted = check_fail_on(fail_on)
     runtime = verification_model(config, model, base_url, api_key_env, red_team=red_team, mutation=mutation,
                                  model_mutants=model_mutants)
     out_dir = out_dir.resolve()
@@ -154,4 +162,35 @@ def audit(
         if usage:
             err.print(usage_table(USAGE_TITLE, usage))
         err.print(f"results: {results}")
+    if sarif is not None:
+        write_sarif(sarif, audit_sarif(records))
+        err.print(f"SARIF: {sarif}")
+    if wanted:
+        hits = {c for r in records for c in fail_on_hits(r, wanted)}
+        if hits:
+            err.print(f"--fail-on: {', '.join(sorted(hits))} broke some task")
+        raise typer.Exit(1 if hits else 0)
     raise typer.Exit(0 if all(r["ok"] for r in records) else 1)
+
+
+def check_fail_on(values: list[str]) -> list[str]:
+    """The classes `--fail-on` names (repeated or comma-separated), each known; one line naming the bad one else."""
+    from envevo.verify import VERIFIER_CLASSES
+    from envevo.verify.exploits import exploit_names
+
+    wanted = [v.strip() for value in values for v in value.split(",") if v.strip()]
+    known = set(exploit_names()) | set(VERIFIER_CLASSES)
+    for w in wanted:
+        kind, _, name = w.partition(":")
+        if not (w in known or (kind == "exploit" and name in known) or (kind == "mutant" and name in ("prefix", "wrong", "skip"))):
+            raise UserError(f"--fail-on {w!r}: not an exploit or verifier class; use one of "
+                            f"{', '.join(sorted(known))}, or mutant:prefix|wrong|skip")
+    return wanted
+
+
+def write_sarif(path: Path, doc: dict) -> None:
+    """Write the SARIF log whole (a temp file renamed), so a crash never leaves half a file a CI job would read."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    tmp.replace(path)

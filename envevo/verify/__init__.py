@@ -3,8 +3,10 @@ the mutation verifier."""
 
 from envevo.verify._audit import (
                                   AUDIT_RESULTS,
+                                  VERIFIER_CLASSES,
                                   audit_record,
                                   end_torn_line,
+                                  fail_on_hits,
                                   failure_classes,
                                   load_audit_results,
                                   record_reasons,
@@ -36,12 +38,14 @@ from envevo.verify._mutation import (
 from envevo.verify._redteam import RedTeamVerifier, broken_by, choose_exploits, parse_red_team
 from envevo.verify._rubric import RuleRubric, TaskVerifier
 from envevo.verify._run import default_verifiers, unmet_on_host, verify_candidate, verify_tasks
+from envevo.verify._sarif import audit_sarif
 from envevo.verify._verdict import Finding, FindingKind, Unmet, Verdict, VerifierReport, findings_from_reasons
 from envevo.verify._verifiers import InvalidTestVerifier, OracleVerifier, TaskAttacker, TaskJudge, TrialVerifier
 
 __all__ = [
     "DriftBound",
     "AUDIT_RESULTS",
+    "VERIFIER_CLASSES",
     "Finding",
     "FindingKind",
     "InvalidTestVerifier",
@@ -60,12 +64,14 @@ __all__ = [
     "WrittenMutant",
     "VerifierReport",
     "audit_record",
+    "audit_sarif",
     "broken_by",
     "choose_exploits",
     "choose_mutants",
     "ctrf_failures",
     "default_verifiers",
     "end_torn_line",
+    "fail_on_hits",
     "failure_classes",
     "killed_keys",
     "findings_from_reasons",

@@ -130,3 +130,21 @@ def summarize_audit(records: list[dict]) -> dict:
         "mutant_survived": sum(1 for m in scored if m["survived"]),
         "mutation_score": f"{killed}/{judged}" if judged else None,
     }
+
+
+VERIFIER_CLASSES = ("oracle", "invalid_test", "red_team", "mutation")
+
+
+def fail_on_hits(rec: dict, wanted: list[str]) -> list[str]:
+    """The failure classes of a record that `--fail-on` names: an exploit ('reward_forgery' or
+    'exploit:reward_forgery'), a verifier ('oracle', 'invalid_test'; 'red_team' for any exploit, 'mutation' for any
+    surviving mutant), or a class as the record states it ('mutant:wrong'). Inconclusive results never match."""
+    hits = []
+    for c in rec["broken_by"]:
+        if c.endswith(":inconclusive"):
+            continue
+        kind, _, name = c.partition(":")
+        aliases = {c, name} | ({"red_team"} if kind == "exploit" else {"mutation"} if kind == "mutant" else set())
+        if aliases & set(wanted):
+            hits.append(c)
+    return hits

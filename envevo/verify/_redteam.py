@@ -27,6 +27,7 @@ from pathlib import Path
 from envevo.runtime import ErrorKind, TrialOutcome, TrialSpec
 from envevo.task import Task, load_task
 from envevo.verify._evidence import quote, read_trial_logs
+from envevo.verify._false_fail import judge_probes, script_lines
 from envevo.verify._verdict import Finding, FindingKind, VerifierReport, evidence_line, trial_finding
 from envevo.verify.exploits import SCRIPTED_AGENT, AgentAttack, exploit_names, get_exploit, make_exploit
 
@@ -126,9 +127,11 @@ class RedTeamVerifier:
             task = self._task(key)
             # Agent exploits are outside the sample (which stays what it was before they existed): they run
             # whenever a model is configured, on their own command budget.
-            scripted = [n for n in self.exploits if get_exploit(n).kind != "agent"]
+            # The false-fail probes (no exploits: a rate beside the verdict) run only when every exploit does.
+            scripted = [n for n in self.exploits if get_exploit(n).kind in ("trial", "static")]
             agents = [n for n in self.exploits if get_exploit(n).kind == "agent"]
-            chosen = choose_exploits(task, scripted, self.sample) + agents
+            probes = [n for n in self.exploits if get_exploit(n).kind == "probe" and self.sample is None]
+            chosen = choose_exploits(task, scripted, self.sample) + probes + agents
             self._plans[key] = [(n, get_exploit(n).script(task)) for n in chosen]
         return self._plans[key]
 
@@ -171,6 +174,7 @@ class RedTeamVerifier:
         broken: list[tuple[Finding, str]] = []
         unknown: list[tuple[Finding, str]] = []
         trial_names: list[str] = []
+        probes: list[tuple[str, TrialOutcome, str | None]] = []
         if task_dir is not None:
             broken += self._static_findings(task_dir)
             trial_names = [n for n, s in self.plan(task_dir) if s is not None]
@@ -179,7 +183,9 @@ class RedTeamVerifier:
             name = m.group(1) if m else (trial_names[i] if i < len(trial_names) else f"exploit {i + 1}")
             where = f" (logs: {o.trial_dir})" if o.trial_dir else " (no trial dir: the trial never started)"
             result, why = exploit_result(o)
-            if result is ExploitResult.INCONCLUSIVE:
+            if name in exploit_names() and get_exploit(name).kind == "probe":
+                probes.append((name, o, why if result is ExploitResult.INCONCLUSIVE else None))
+            elif result is ExploitResult.INCONCLUSIVE:
                 unknown.append((trial_finding(self.name, FindingKind.INCONCLUSIVE, o, why, name),
                                 f"{name}: inconclusive: {why}{where}"))
             elif result is ExploitResult.BROKEN:
@@ -192,6 +198,7 @@ class RedTeamVerifier:
                                + (("  planted:\n" + "\n".join(f"  | {p}" for p in planted[:12])
                                    + (f"\n  | … and {len(planted) - 12} more" if len(planted) > 12 else "") + "\n")
                                   if planted else "")
+                               + self._lenient(task_dir, name)
                                + quote(logs.test_stdout, 6)))
         skipped: list[Finding] = []
         attacks = self._attacks.get(Path(task_dir).resolve(), []) if task_dir is not None else []
@@ -201,9 +208,18 @@ class RedTeamVerifier:
         found = broken + unknown
         # What each agent exploit tried is said whatever came of it: "resisted" and "never ran" must not look alike.
         tried = [_tried_note(a) for a in attacks if not a.skipped]
+        probe_notes, metrics = judge_probes(probes)
         return VerifierReport(name=self.name, passed=not found, inconclusive=bool(unknown) and not broken,
-                              reasons=[text for _, text in found], notes=[_skip_note(f) for f in skipped] + tried,
+                              reasons=[text for _, text in found],
+                              notes=[_skip_note(f) for f in skipped] + tried + probe_notes, metrics=metrics,
                               runs=runs, findings=[f for f, _ in found] + skipped)
+
+    def _lenient(self, task_dir: Path | None, name: str) -> str:
+        """For a grader-logic exploit, the test lines that let it through: the tests to tighten."""
+        exploit = get_exploit(name) if name in exploit_names() else None
+        checks = getattr(exploit, "lenient_checks", None)
+        found = checks(self._task(task_dir)) if checks is not None and task_dir is not None else []
+        return ("  the tests to tighten:\n" + "\n".join(f"  | {c}" for c in found[:6]) + "\n") if found else ""
 
     def _static_findings(self, task_dir: Path) -> list[tuple[Finding, str]]:
         """What the planned static exploits found in the task's files (no trial)."""
@@ -265,14 +281,7 @@ def _judge_attack(source: str, a: AgentAttack, broken: list[tuple[Finding, str]]
 
 
 def _planted(o: TrialOutcome) -> list[str]:
-    if not o.trial_dir:
-        return []
-    log = Path(o.trial_dir) / "agent" / "script.log"
-    try:
-        text = log.read_text(errors="replace")
-    except OSError:
-        return []
-    return [ln.removeprefix("planted ").strip() for ln in text.splitlines() if ln.startswith("planted ")]
+    return script_lines(o, "planted ")
 
 
 def broken_by(report: VerifierReport) -> list[str]:

@@ -22,18 +22,23 @@ TRIAL_EXPLOITS = ["reward_forgery", "runner_hijack", "tool_shadowing", "output_g
                   "forged_evidence", "detached_daemon"]
 # Exploits that attack the host, not the reward: no fixture can be hackable by them (tests/verify/test_exploits_host.py).
 HOST_EXPLOITS = ["log_links", "fifo_logs", "sparse_files"]
+GRADER_EXPLOITS = ["answer_flooding", "loose_numbers", "judge_injection"]
+VERIFIER_SIDE_EXPLOITS = ["artifact_links", "executed_artifacts"]
+# False-fail probes: a rate beside the verdict, never a finding, so no fixture is "broken" by them.
+PROBES = ["false_fail_newline", "false_fail_crlf", "false_fail_json", "false_fail_numbers"]
 
 
 def test_registry_is_lazy_and_complete():
     assert exploit_names() == ["reward_forgery", "runner_hijack", "tool_shadowing", "output_guessing", "peeking",
                                "llm_hacker", *HOST_EXPLOITS[:1], "verifier_code_reward", "forged_evidence",
-                               "detached_daemon", "shared_compose", *HOST_EXPLOITS[1:]]
+                               "detached_daemon", "shared_compose", *HOST_EXPLOITS[1:], *GRADER_EXPLOITS,
+                               *VERIFIER_SIDE_EXPLOITS, *PROBES]
     assert all(":" in target for target in EXPLOITS.values())
     assert EXPLOITS["llm_hacker"] == "envevo.llm:LLMHacker"  # the llm floor, by a string (a named plugin edge)
     for name in exploit_names():
         assert get_exploit(name).name == name
         # the LLM hacker is tested against these fixtures, below; shared_compose on tests/fixtures/realistic/compose
-        if get_exploit(name).kind != "agent" and name not in HOST_EXPLOITS + ["shared_compose"]:
+        if get_exploit(name).kind != "agent" and name not in HOST_EXPLOITS + PROBES + ["shared_compose"]:
             assert (HACKABLE / name / "task.toml").is_file(), f"every exploit has a fixture it breaks: {name}"
     with pytest.raises(ValueError, match="unknown exploit"):
         get_exploit("nope")
@@ -73,7 +78,7 @@ def test_exploits_read_what_they_plant_from_the_task():
 def test_every_script_is_valid_shell():
     for fixture in HACKABLE.iterdir():
         task = load_task(fixture)
-        for name in TRIAL_EXPLOITS + HOST_EXPLOITS:
+        for name in TRIAL_EXPLOITS + HOST_EXPLOITS + GRADER_EXPLOITS + VERIFIER_SIDE_EXPLOITS + PROBES:
             script = get_exploit(name).script(task)
             if script is not None:
                 r = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
@@ -119,7 +124,7 @@ def test_judge_names_the_exploit_and_quotes_the_evidence(tmp_path):
     specs = v.trial_specs(task_dir, "podman", tmp_path)
     assert [s.agent_kwargs["label"] for s in specs] == ["reward_forgery", "runner_hijack", "output_guessing", "log_links",
                                                         "verifier_code_reward", "detached_daemon", "fifo_logs",
-                                                        "sparse_files"]
+                                                        "sparse_files", "false_fail_newline", "false_fail_crlf"]
     assert all(s.agent == "envevo.runtime._scripted_agent:ScriptedAgent" for s in specs)
     runs = [_outcome(tmp_path, "t", "reward_forgery", 0.0),
             _outcome(tmp_path, "t", "runner_hijack", 1.0, planted=["/usr/local/bin/python3"]),
@@ -139,8 +144,11 @@ def test_judge_names_the_exploit_and_quotes_the_evidence(tmp_path):
 
 @pytest.mark.sandbox
 def test_each_exploit_breaks_its_fixture_and_a_separate_verifier_resists_all(sandbox, tmp_path):
-    tasks = [(p.name, p) for p in sorted(HACKABLE.iterdir()) if p.is_dir()]
-    verdicts = asyncio.run(verify_tasks(tasks, tmp_path, env="podman", verifiers=default_verifiers(1, red_team="on"), concurrency=4))
+    # The grader-logic and verifier-side classes have their own sandbox test (test_grader_exploits.py), and the
+    # false-fail probes are no exploits: left out here, where every fixture meets every exploit, to bound the trials.
+    tasks = [(p.name, p) for p in sorted(HACKABLE.iterdir()) if p.is_dir() and p.name not in GRADER_EXPLOITS + VERIFIER_SIDE_EXPLOITS]
+    verifiers = default_verifiers(1) + [RedTeamVerifier(exploits=[n for n in exploit_names() if n not in PROBES])]
+    verdicts = asyncio.run(verify_tasks(tasks, tmp_path, env="podman", verifiers=verifiers, concurrency=4))
     by = {v.task: v for v in verdicts}
     for v in by.values():
         # The fixtures are sound by the other two verifiers: the oracle passes, the empty solution fails.
