@@ -1,5 +1,16 @@
 """Errors a user can cause. The CLI prints them as one line and exits non-zero, never a traceback."""
 
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    FAIL = 1
+    USAGE = 2
+    INCONCLUSIVE = 3
+    WEAK = 4
+    ALL_SEEDS_REJECTED = 5
+
 
 class UserError(Exception):
     """Bad input or a missing prerequisite. The message names what is wrong and, where possible, the fix."""
