@@ -108,12 +108,13 @@ def test_audit_names_the_surviving_mutant_and_resumes_old_records(sandbox, tmp_p
     # cut before top_ips.txt it fails. The red team is off: this fixture's tests run in the agent's container.
     t0 = time.monotonic()
     proc = run_cli("audit", str(SKIPS_STEP), "--out", str(tmp_path), "--red-team", "off", "--json")
-    assert proc.returncode == 1, proc.stderr
+    assert proc.returncode == 4, proc.stderr  # weak: a task envevo did not write, whose tests miss a near miss
     data = json.loads(proc.stdout)
     (task,) = data["tasks"]
     assert task["mutation"]["survived"] == ["prefix-3of4"] and task["mutation"]["score"] == "1/2", task
-    assert task["broken_by"] == ["mutant:prefix"] and task["status"] == "fail"
-    assert any(r.startswith("mutation: prefix-3of4: survived") for r in task["reasons"])
+    assert task["broken_by"] == ["mutant:prefix"] and task["status"] == "weak"
+    assert any(r.startswith("mutation: prefix-3of4: survived") and "differs from the solution's at: "
+               "/app/report/status_counts.json (not written)" in r for r in task["reasons"]), task["reasons"]
     assert data["summary"]["mutant_survived"] == 1 and data["summary"]["failure_classes"] == {"mutant:prefix": 1}
     print(f"audit of skips-step: {time.monotonic() - t0:.0f} s")
     # The table names it too; a record written before the audit ran the mutation verifier resumes as it is.
