@@ -144,9 +144,15 @@ def verify(
                       for k, _ in extra if k in v.reports]
             table.add_row(v.task, STATUS[v.status], *marks, escape("\n".join(notes)) or "-")
         out.print(table)
-        # Notes (an exploit skipped, and why) are the same for every task: said once.
-        for note in dict.fromkeys(f"{name}: {n}" for v in verdicts for name, rep in v.reports.items() for n in rep.notes):
+        # A note every task has (an exploit skipped, and why) is said once; one of a task's own (an equivalent
+        # mutant) names the task.
+        by_task = {v.task: [f"{name}: {n}" for name, rep in v.reports.items() for n in rep.notes] for v in verdicts}
+        shared = set.intersection(*(set(n) for n in by_task.values()))
+        for note in dict.fromkeys(n for said in by_task.values() for n in said if n in shared):
             err.print(f"note: {escape(note)}")
+        for task, said in by_task.items():
+            for note in dict.fromkeys(n for n in said if n not in shared):
+                err.print(f"note: {escape(task)}: {escape(note)}")
         if usage:
             err.print(usage_table(USAGE_TITLE, usage))
         err.print(f"trial logs: {jobs}")

@@ -10,7 +10,7 @@ from envevo.verify._redteam import _TRIAL, ExploitResult, exploit_result
 
 
 def _score(o: TrialOutcome) -> str:
-    return f"{o.reward:g}" if o.reward is not None else o.error_kind.value
+    return str(float(o.reward)) if o.reward is not None else o.error_kind.value
 
 
 def trial_line(o: TrialOutcome) -> str:
@@ -18,7 +18,8 @@ def trial_line(o: TrialOutcome) -> str:
     `exploit reward_forgery → resisted (0.0)`, `invalid-test (empty solution) → failed, as it should (0.0)`."""
     name = o.trial_dir.name if o.trial_dir else ""
     if (mid := _mutant_id(o)) is not None:
-        return f"mutant {mid} → {mutant_result(o)[0]} ({_score(o)})"
+        said = mutant_result(o)[0]  # a survivor may yet prove equivalent, once its end state is compared
+        return f"mutant {mid} → {'not killed' if said == 'survived' else said} ({_score(o)})"
     if (m := _TRIAL.search(name)) is not None:
         said = {ExploitResult.BROKEN: "broke the tests", ExploitResult.RESISTED: "resisted",
                 ExploitResult.INCONCLUSIVE: "inconclusive"}[exploit_result(o)[0]]

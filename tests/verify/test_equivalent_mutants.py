@@ -224,11 +224,11 @@ def test_progress_lines_name_the_verifier_and_the_near_miss(tmp_path):
 
     (tmp_path / "t__mut-prefix-2of4__ab12" / "verifier").mkdir(parents=True)
     (tmp_path / "t__mut-prefix-2of4__ab12" / "verifier" / "test-stdout.txt").write_text("FAIL\n")
-    assert trial_line(outcome("t__mut-prefix-2of4__ab12")) == "mutant prefix-2of4 → killed (0)"
+    assert trial_line(outcome("t__mut-prefix-2of4__ab12")) == "mutant prefix-2of4 → killed (0.0)"
     assert trial_line(outcome("t__rt-reward_forgery__ab12", "envevo.runtime._scripted_agent:ScriptedAgent")) == (
-        "exploit reward_forgery → resisted (0)")
-    assert trial_line(outcome("t__x", reward=1.0)) == "oracle (reference solution) → passed (1)"
-    assert trial_line(outcome("t__y", "nop")) == "invalid-test (empty solution) → failed, as it should (0)"
+        "exploit reward_forgery → resisted (0.0)")
+    assert trial_line(outcome("t__x", reward=1.0)) == "oracle (reference solution) → passed (1.0)"
+    assert trial_line(outcome("t__y", "nop")) == "invalid-test (empty solution) → failed, as it should (0.0)"
     assert "oracle" not in trial_line(outcome("t__mut-prefix-2of4__ab12"))
 
 
