@@ -244,3 +244,11 @@ def test_a_fingerprinted_oracle_trial_runs_harbors_oracle_with_the_end_state_ste
     from envevo.runtime._fingerprint_agent import FingerprintOracle
 
     assert issubclass(FingerprintOracle, OracleAgent)  # solve.sh runs exactly as Harbor's oracle runs it
+
+
+def test_a_long_listing_parses_and_one_over_the_cap_is_refused(tmp_path):
+    many = state(*(f"f 644 {SHA_A} /usr/lib/pkg/file{i}.py".encode() for i in range(20_000)))
+    assert len(parse_end_state(many) or {}) == 20_000
+    big = tmp_path / "big"
+    big.write_bytes(many + b"x" * (16 * 1024 * 1024))  # a regular file past 16 MiB: refused unread
+    assert read_bounded(big) is None
