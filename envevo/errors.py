@@ -3,6 +3,15 @@
 from enum import IntEnum
 
 
+class ExitCode(IntEnum):
+    OK = 0
+    FAIL = 1
+    USAGE = 2
+    INCONCLUSIVE = 3
+    WEAK = 4
+    ALL_SEEDS_REJECTED = 5
+
+
 class UserError(Exception):
     """Bad input or a missing prerequisite. The message names what is wrong and, where possible, the fix."""
 

@@ -31,11 +31,25 @@ def sub_app(help: str, **kwargs: Any):  # noqa: A002 (typer's own name)
 
 
 #: A verdict's status, and one verifier's mark: pass, FAIL, or inconclusive (no evidence either way).
-STATUS = {"ok": "[green]ok[/]", "fail": "[bold red]FAIL[/]", "inconclusive": "[yellow]inconclusive[/]"}
+STATUS = {"ok": "[green]ok[/]", "fail": "[bold red]FAIL[/]", "inconclusive": "[yellow]inconclusive[/]",
+          "weak": "[magenta]weak[/]"}
+def verdicts_exit_code(statuses) -> int:
+    """The exit code of a command that verified tasks: fail (1) over inconclusive (3) over weak (4) over ok (0)."""
+    from envevo.errors import ExitCode
+
+    seen = set(statuses)
+    for status, code in (("fail", ExitCode.FAIL), ("inconclusive", ExitCode.INCONCLUSIVE), ("weak", ExitCode.WEAK)):
+        if status in seen:
+            return int(code)
+    return int(ExitCode.OK) if seen <= {"ok"} else int(ExitCode.FAIL)
 
 
-def verifier_mark(report) -> str:
-    return "[green]pass[/]" if report.passed else STATUS["inconclusive" if report.inconclusive else "fail"]
+def verifier_mark(report, strict: bool = False) -> str:
+    """A verifier's cell: pass, or how it failed (a mutation report's survivors are weak unless judged strictly)."""
+    if report.passed:
+        return "[green]pass[/]"
+    weak = getattr(report, "weak", False) and not strict
+    return STATUS["inconclusive" if report.inconclusive else "weak" if weak else "fail"]
 
 
 def fmt(x: float | None, spec: str = ".2f") -> str:

@@ -91,8 +91,12 @@ RedTeam = Annotated[str, typer.Option("--red-team", help="Exploit agents (reward
                                       rich_help_panel=SANDBOX)]
 Mutation = Annotated[str, typer.Option("--mutation", help="Near-miss solutions must all score 0: each step done with "
                                        "its plausible mistake or skipped (procedural tasks), solve.sh cut after each "
-                                       "top-level command (any task). on, off, or sample:N (N mutants per task; each "
-                                       "is one more oracle trial).", rich_help_panel=SANDBOX)]
+                                       "top-level command (any task). on, off, sample:N (N mutants per task; each "
+                                       "is one more oracle trial), or strict (every mutant, and a survivor fails any "
+                                       "task; otherwise it makes a task envevo did not write weak, while envevo's own "
+                                       "candidates always fail on one). A mutant whose end state equals the "
+                                       "solution's on what the tests can see is equivalent, never a survivor.",
+                                       rich_help_panel=SANDBOX)]
 LearnRubric = Annotated[Path | None, typer.Option("--learn-rubric", help="A rubric TOML that each hack the LLM red "
                                                   "team proves (reward without solving) is appended to as a required "
                                                   "criterion. Without it the criterion is only proposed in the report; "

@@ -20,7 +20,18 @@ from rich.markup import escape
 from rich.table import Table
 
 from envevo.cli import _options as o
-from envevo.cli._common import STATUS, check_red_team, err, out, preflight, print_json, progress, usage_table, user_errors
+from envevo.cli._common import (
+    STATUS,
+    check_red_team,
+    err,
+    out,
+    preflight,
+    print_json,
+    progress,
+    usage_table,
+    user_errors,
+    verdicts_exit_code,
+)
 from envevo.cli._verifier_model import USAGE_TITLE, model_usage, verification_model
 from envevo.cli.verify_cmd import check_mutation
 from envevo.errors import UserError
@@ -41,7 +52,8 @@ def mutation_cell(rec: dict) -> str:
         return "no mutants"
     text = m["score"] or "0/0"
     notes = ([f"survived: {', '.join(m['survived'])}"] if m["survived"] else []) + (
-        [f"{m['inconclusive']} inconclusive"] if m["inconclusive"] else [])
+        [f"{m['inconclusive']} inconclusive"] if m["inconclusive"] else []) + (
+        [f"equivalent: {', '.join(m['equivalent'])}"] if m.get("equivalent") else [])
     return text + (f" ({'; '.join(notes)})" if notes else "")
 
 
@@ -80,11 +92,18 @@ def audit(
     mutation score (near-miss solutions killed of those run) with the surviving mutants by name. The red team's LLM
     hacker and --model-mutants use --model (else the judge's model of --config's [llm]).
 
-    --json prints {tasks: [...], summary: {...}, results: PATH, usage: [...]}."""
+    A task whose tests miss a near miss that changes its end state is weak, not fail (unless --mutation strict).
+
+    --json prints {tasks: [...], summary: {...}, results: PATH, usage: [...]}; a task's status is ok, weak,
+    inconclusive or fail, and its mutation entry lists the survivors and the equivalent mutants.
+
+    Exit code: 0 every task ok; 1 some task fails; 3 none fails but some verdict is inconclusive (this host could not
+    run it); 4 none fails nor is inconclusive but some task is weak (its tests miss a near miss); 2 bad input."""
     from envevo.llm import verifiers_with_model
     from envevo.sandbox import runnable_copy
     from envevo.task import load_image_map, load_task_args, unique_by_hash
-    from envevo.verify import audit_record, audit_sarif, end_torn_line, fail_on_hits, record_reasons, verify_tasks
+    from envevo.verify import (audit_record, audit_sarif, end_torn_line, fail_on_hits, mutation_strict, record_reasons,
+                               verify_tasks)
 
     check_red_team(red_team)
     check_mutation(mutation)
@@ -119,7 +138,8 @@ def audit(
             async with in_flight:
                 task_dir, subs = runnable_copy(t, env, mapping, jobs / "_tasks")
                 key = f"{t.name}-{t.content_hash()[:10]}"
-                (v,) = await verify_tasks([(key, task_dir)], jobs, env=env, verifiers=verifiers, gate=gate)
+                (v,) = await verify_tasks([(key, task_dir)], jobs, env=env, verifiers=verifiers, gate=gate,
+                                          strict=mutation_strict(mutation))
             v.substitutions = subs
             rec = audit_record(t, v)
             sink.write(json.dumps(rec, default=str) + "\n")
@@ -155,7 +175,8 @@ def audit(
                           escape(reasons[0].splitlines()[0]) if reasons else "-")
         out.print(table)
         classes = ", ".join(f"{k} {n}" for k, n in summary["failure_classes"].items()) or "none"
-        out.print(f"{summary['tasks']} task(s): {summary['status']}; failure classes: {classes}; "
+        statuses = ", ".join(f"{n} {s}" for s, n in summary["status"].items())
+        out.print(f"{summary['tasks']} task(s): {statuses}; failure classes: {classes}; "
                   f"hackable {summary['hackable']}/{summary['tasks']} ({100 * summary['hackable_fraction']:.0f}%); "
                   f"surviving mutants in {summary['mutant_survived']}/{summary['mutation_scored']} scored task(s)"
                   + (f" (mutation score {summary['mutation_score']})" if summary["mutation_score"] else ""))
@@ -170,7 +191,7 @@ def audit(
         if hits:
             err.print(f"--fail-on: {', '.join(sorted(hits))} broke some task")
         raise typer.Exit(1 if hits else 0)
-    raise typer.Exit(0 if all(r["ok"] for r in records) else 1)
+    raise typer.Exit(verdicts_exit_code(r["status"] for r in records))
 
 
 def check_fail_on(values: list[str]) -> list[str]:

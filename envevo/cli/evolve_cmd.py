@@ -243,11 +243,11 @@ def evolve(
         if e.stage is Stage.WORKER:  # the Ray executor: which worker runs the lineage's generation now
             bar.update(bar_of(e.lineage), worker=e.detail)
             return
-        said = e.stage in (Stage.JUDGED, Stage.KEPT) or (e.stage is Stage.TERMINATED and e.generation == 0)
+        said = e.stage in (Stage.JUDGED, Stage.KEPT, Stage.WEAK) or (e.stage is Stage.TERMINATED and e.generation == 0)
         if said:  # a seed's verdict, or a lineage a resume leaves as it ended: said once
             # markup off: reasons name settings in brackets ([llm.roles.proposer]) that rich would swallow
             bar.console.print(f"{e.lineage}: {e.detail}", markup=False, highlight=False, soft_wrap=True)
-        stage = f"g{e.generation:02d} {e.stage}: {e.detail}"
+        stage = f"g{e.generation:02d} {e.stage}" + (f": {e.detail}" if e.detail else "")
         bar.update(bar_of(e.lineage), stage=stage,
                    **({"completed": e.generation} if e.stage in (Stage.ACCEPTED, Stage.KEPT) else {}))
         if lines is not None and not said:

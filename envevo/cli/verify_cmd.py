@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -23,6 +24,7 @@ from envevo.cli._common import (
     progress,
     usage_table,
     user_errors,
+    verdicts_exit_code,
     verifier_mark,
 )
 from envevo.cli._verifier_model import USAGE_TITLE, model_usage, verification_model
@@ -40,9 +42,11 @@ def check_mutation(text: str) -> None:
 
 
 def mutation_mark(report) -> str:
-    """ killed/run, after the mutation verifier's mark."""
+    """ killed/judged, after the mutation verifier's mark, and how many were equivalent (judged neither way)."""
     m = report.metrics
-    return f" {m['killed']}/{m['killed'] + m['survived']}" if m.get("killed", 0) + m.get("survived", 0) else ""
+    judged = m.get("killed", 0) + m.get("survived", 0)
+    text = f" {m['killed']}/{judged}" if judged else ""
+    return text + (f" ({m['equivalent']} equivalent)" if m.get("equivalent") else "")
 
 
 @user_errors
@@ -70,13 +74,18 @@ def verify(
 ) -> None:
     """Check each task in real containers: the reference solution passes (oracle), an empty one fails (invalid-test),
     with --red-team, no exploit passes, and with --mutation, no near-miss solution passes (its score: killed/total).
+    A task whose tests miss a near miss that changes its end state is weak, not fail (unless --mutation strict).
     The red team's LLM hacker and --model-mutants use --model (else the judge's model of --config's [llm]).
 
-    --json prints one list, one object per task."""
+    --json prints one list, one object per task (status ok, weak, inconclusive or fail; survivors: the near misses
+    the tests let through; equivalent: those that end as the solution does).
+
+    Exit code: 0 every task ok; 1 some task fails; 3 none fails but some verdict is inconclusive (this host could not
+    run it); 4 none fails nor is inconclusive but some task is weak (its tests miss a near miss); 2 bad input."""
     from envevo.llm import verifiers_with_model
     from envevo.sandbox import runnable_copy
     from envevo.task import first_duplicate, load_image_map, load_task_args
-    from envevo.verify import unmet_on_host, verify_tasks
+    from envevo.verify import mutation_strict, trial_line, unmet_on_host, verify_tasks
 
     check_red_team(red_team)
     check_mutation(mutation)
@@ -106,7 +115,7 @@ def verify(
         verdicts = asyncio.run(
             verify_tasks(
                 runnable, jobs, env=env, verifiers=verifiers, concurrency=concurrency,
-                on_trial_done=lambda t: advance(f"{t.task} {t.agent} → {t.reward if t.reward is not None else t.error_kind.value}"),
+                on_trial_done=lambda t: advance(f"{t.task}: {trial_line(t)}"), strict=mutation_strict(mutation),
             )
         )
     wall = time.monotonic() - t0
@@ -131,14 +140,22 @@ def verify(
         for v in verdicts:
             notes = [f"substituted: {s}" for s in v.substitutions] + v.reasons
             marks = [verifier_mark(v.reports["oracle"]), verifier_mark(v.reports["invalid_test"])]
-            marks += [verifier_mark(v.reports[k]) + (mutation_mark(v.reports[k]) if k == "mutation" else "")
+            marks += [verifier_mark(v.reports[k], v.strict) + (mutation_mark(v.reports[k]) if k == "mutation" else "")
                       for k, _ in extra if k in v.reports]
             table.add_row(v.task, STATUS[v.status], *marks, escape("\n".join(notes)) or "-")
         out.print(table)
-        # Notes (an exploit skipped, and why) are the same for every task: said once.
-        for note in dict.fromkeys(f"{name}: {n}" for v in verdicts for name, rep in v.reports.items() for n in rep.notes):
+        # A note every task has (an exploit skipped, and why) is said once; one of a task's own (an equivalent
+        # mutant) names the task.
+        by_task = {v.task: [f"{name}: {n}" for name, rep in v.reports.items() for n in rep.notes] for v in verdicts}
+        shared = set.intersection(*(set(n) for n in by_task.values()))
+        for note in dict.fromkeys(n for said in by_task.values() for n in said if n in shared):
             err.print(f"note: {escape(note)}")
+        for task, said in by_task.items():
+            for note in dict.fromkeys(n for n in said if n not in shared):
+                err.print(f"note: {escape(task)}: {escape(note)}")
         if usage:
             err.print(usage_table(USAGE_TITLE, usage))
         err.print(f"trial logs: {jobs}")
-    raise typer.Exit(0 if all(v.ok for v in verdicts) else 1)
+        counts = Counter(v.status for v in verdicts)
+        err.print(", ".join(f"{counts[s]} {s}" for s in ("ok", "weak", "inconclusive", "fail") if counts[s]))
+    raise typer.Exit(verdicts_exit_code(v.status for v in verdicts))

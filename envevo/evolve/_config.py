@@ -24,7 +24,9 @@ class EvolveConfig(BaseModel):
     harden: bool = Field(True, description="a seed that only the red team failed is hardened (docs/trust.md#harden) "
                                            "and evolves from its proved hardened copy; False: it is rejected")
     mutation: str = Field("sample:4", description="near-miss solutions (a step's wrong variant or omission; solve.sh "
-                                                  "cut short) that must all score 0: on, off, or sample:N per candidate")
+                                                  "cut short) that must all score 0: on, off, sample:N per candidate, "
+                                                  "or strict (every mutant, and a seed whose tests miss one is "
+                                                  "rejected, not accepted as weak)")
     model_mutants: int = Field(0, ge=0, description="near misses the run's model writes per candidate for the mutation "
                                                     "verifier, beside the generated ones (an engine with a model); 0: none")
     max_drift: float | None = Field(DEFAULT_MAX_DRIFT, ge=0, le=2,
@@ -50,3 +52,11 @@ class EvolveConfig(BaseModel):
         if that run has gained rollouts since)."""
         t = self.weakness_target
         return "untargeted" if t is None else f"{t.get('agent')} from {t.get('source')}"
+
+    @property
+    def strict_mutation(self) -> bool:
+        """`--mutation strict`: a seed whose tests miss a near miss is rejected, not accepted as weak (envevo's own
+        candidates are judged strictly whatever this says)."""
+        from envevo.verify import mutation_strict
+
+        return mutation_strict(self.mutation)

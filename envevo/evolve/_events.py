@@ -19,6 +19,7 @@ class Stage(StrEnum):
     DRIFT = "drift"  # the drift of an accepted candidate could not be measured
     ACCEPTED = "accepted"  # the generation committed
     JUDGED = "judged"  # the seed's rubric verdict, which does not gate it
+    WEAK = "weak"  # the seed's tests miss a near miss: accepted, and said (rejected under --mutation strict)
     TERMINATED = "terminated"  # the lineage ended
     DONE = "done"  # the lineage reached the run's generations
     KEPT = "kept"  # a resume keeps a lineage as stored

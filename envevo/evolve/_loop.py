@@ -35,6 +35,7 @@ from envevo.verify import (
     TrialVerifier,
     Verdict,
     default_verifiers,
+    trial_line,
     verify_candidate,
 )
 
@@ -167,10 +168,7 @@ class GenerationWork:
             t0 = time.monotonic()
             verdict = await verify_candidate(
                 candidate, task_dir, trials_dir, env=self.cfg.env, verifiers=self.verifiers, checks=checks,
-                gate=self.gate,
-                on_trial_done=lambda o: self.on_event(
-                    Event(lineage, g, Stage.TRIAL, f"{o.agent} → {o.reward if o.reward is not None else o.error_kind.value}")),
-            )
+                gate=self.gate, on_trial_done=lambda o: self.on_event(Event(lineage, g, Stage.TRIAL, trial_line(o))))
             wall = time.monotonic() - t0
             for report in verdict.reports.values():
                 await rec.add_verifier_report(candidate_id, report, wall_seconds=wall)
@@ -226,7 +224,7 @@ class LineageRunner:
             g = parent.generation + 1
             if g > self.cfg.generations:
                 await asyncio.to_thread(self.store.finish_lineage, lineage, "done", f"reached generation {parent.generation}")
-                self.on_event(Event(lineage, parent.generation, Stage.DONE))
+                self.on_event(Event(lineage, parent.generation, Stage.DONE, f"reached generation {parent.generation}"))
                 return "done"
             try:
                 reason = await (self.executor.generation(self, lineage, g, parent) if self.executor is not None
@@ -247,7 +245,7 @@ class LineageRunner:
 
 #: How a lineage whose seed never evolved says why: the reasons `--retry-skipped` recognises.
 SKIPPED = "skipped: "  # no usable ξ (an LLM extraction failed)
-UNSOUND = "the seed is not sound: "  # the seed gate: oracle, invalid-test or red team
+UNSOUND = "the seed is not sound: "  # the seed gate: oracle, invalid-test, red team, or (strict) mutation
 
 
 def is_skipped(lineage: Lineage) -> bool:
@@ -307,7 +305,7 @@ class SeedStart:
         task_dir = save(task, workdir / "task", overwrite=True)
         self.on_event(Event(name, 0, Stage.CANDIDATE, "verifying the seed"))
         verdict = await verify_candidate(task, task_dir, workdir / "trials", env=self.config.env, verifiers=self.verifiers,
-                                         checks=self.checks, gate=self.gate)
+                                         checks=self.checks, gate=self.gate, strict=self.config.strict_mutation)
         await asyncio.to_thread((workdir / "verdict.json").write_text, verdict.model_dump_json(indent=1))
         gating = {k: r for k, r in verdict.reports.items() if k != "rubric"}  # oracle, invalid-test, red team
         judged = verdict.reports.get("rubric")
@@ -315,7 +313,9 @@ class SeedStart:
             said = "; ".join(judged.reasons) if not judged.passed else "; ".join(judged.notes[-1:])
             self.on_event(Event(name, 0, Stage.JUDGED, f"the seed's rubric verdict, which does not gate it: "
                                                    f"{'pass' if judged.passed else 'fail'}{': ' + said if said else ''}"))
-        if all(r.passed for r in gating.values()):
+        if all(r.passed or (r.weak and not verdict.strict) for r in gating.values()):  # a user's seed may be weak
+            if weak := "; ".join(r for rep in gating.values() for r in rep.reasons):
+                self.on_event(Event(name, 0, Stage.WEAK, f"the seed is weak (accepted; --mutation strict rejects it): {weak}"))
             return True, "", verdict
         reason = UNSOUND + "; ".join(f"{k}: {r}" for k, rep in gating.items() for r in rep.reasons)
         if only_red_team(verdict):  # most public tasks test in the agent's container: an agent can forge the reward

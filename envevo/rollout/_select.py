@@ -73,7 +73,7 @@ async def select_seeds(tasks: list[Path], rollouts_run: Path, out_dir: Path, *, 
         from envevo.evolve import EvolveConfig
         from envevo.llm import verifiers_with_model
         from envevo.sandbox import preflight
-        from envevo.verify import verify_tasks
+        from envevo.verify import mutation_strict, verify_tasks
 
         gate = EvolveConfig()
         verifiers = verifiers_with_model(gate.repeats, red_team=red_team or gate.red_team,
@@ -81,9 +81,10 @@ async def select_seeds(tasks: list[Path], rollouts_run: Path, out_dir: Path, *, 
         preflight(env, notify)
         jobs = (out_dir / "_verify").resolve()
         verdicts = await verify_tasks([(r["task"].replace("/", "__"), Path(r["path"])) for r in survivors], jobs,
-                                      env=env, verifiers=verifiers, concurrency=concurrency)
-        for r, v in zip(survivors, verdicts, strict=True):
-            r["reasons"] += [f"verifier: {x}" for x in v.reasons] if not v.ok else []
+                                      env=env, verifiers=verifiers, concurrency=concurrency,
+                                      strict=mutation_strict(mutation or gate.mutation))
+        for r, v in zip(survivors, verdicts, strict=True):  # a weak seed passes, as `evolve`'s seed gate accepts it
+            r["reasons"] += [f"verifier: {x}" for x in v.reasons] if v.status not in ("ok", "weak") else []
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "tasks").mkdir(exist_ok=True)
     for r in results:

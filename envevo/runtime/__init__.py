@@ -16,6 +16,7 @@ from envevo.runtime._agents import (
 )
 from envevo.runtime._cert_failure import cert_failure, cert_failure_line
 from envevo.runtime._cleanup import list_containers, owner_id, remove_containers, sweep_orphans
+from envevo.runtime._end_state import END_STATE
 from envevo.runtime._envs import LOCAL_ENGINES, EnvChoice, check_env, resolve_env
 from envevo.runtime._host_ca import ENV_VAR as HOST_CA_ENV_VAR
 from envevo.runtime._host_ca import volume_args as host_ca_volume_args
@@ -42,6 +43,7 @@ __all__ = [
     "OUTPUT_CAP_KWARGS",
     "SCRIPTED_AGENT",
     "DriverResult",
+    "END_STATE",
     "EnvChoice",
     "HOST_CA_ENV_VAR",
     "LOCAL_ENGINES",

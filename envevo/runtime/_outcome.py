@@ -46,6 +46,8 @@ class TrialSpec(BaseModel):
     trial_name: str | None = None
     agent_kwargs: dict = Field(default_factory=dict)
     timeout_multiplier: float = 1.0
+    fingerprint: bool = Field(False, description="oracle trials only: fingerprint the solution's end state into the "
+                                                 "trial's agent/end-state.txt (envevo/runtime/_end_state.py)")
 
 
 class TrialOutcome(BaseModel):

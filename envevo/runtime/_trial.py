@@ -60,10 +60,16 @@ _COMMAND = re.compile(r"Command: .*?(?=Return code|$)", re.S)
 CONNECTION_KWARGS = ("base_url", "model_api_key_name", "model_api_format")
 
 
+# Harbor's oracle with the solution's end state fingerprinted after solve.sh (TrialSpec.fingerprint).
+FINGERPRINT_ORACLE = "envevo.runtime._fingerprint_agent:FingerprintOracle"
+
+
 def _agent_config(spec: TrialSpec) -> AgentConfig:
     kwargs = {k: v for k, v in spec.agent_kwargs.items() if k not in CONNECTION_KWARGS}
     connection = {k: spec.agent_kwargs[k] for k in CONNECTION_KWARGS if spec.agent_kwargs.get(k) is not None}
     which = {"import_path": spec.agent} if ":" in spec.agent else {"name": spec.agent}
+    if spec.fingerprint and spec.agent == "oracle":
+        which, kwargs = {"import_path": FINGERPRINT_ORACLE}, {**kwargs, "task_dir": str(spec.task_dir.resolve())}
     return AgentConfig(**which, model_name=spec.model, kwargs=kwargs, **connection)
 
 

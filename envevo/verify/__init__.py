@@ -32,9 +32,11 @@ from envevo.verify._mutation import (
     choose_mutants,
     killed_keys,
     mutation_score,
+    mutation_strict,
     parse_mutation,
     survivors,
 )
+from envevo.verify._progress import trial_line
 from envevo.verify._redteam import RedTeamVerifier, broken_by, choose_exploits, parse_red_team
 from envevo.verify._rubric import RuleRubric, TaskVerifier
 from envevo.verify._run import default_verifiers, unmet_on_host, verify_candidate, verify_tasks
@@ -78,6 +80,8 @@ __all__ = [
     "load_audit_results",
     "model_mutants",
     "mutation_score",
+    "mutation_strict",
+    "trial_line",
     "no_effect",
     "parse_mutation",
     "parse_red_team",

@@ -36,6 +36,7 @@ def mutation_result(summary: dict) -> dict[str, Any] | None:
     killed, survived = int(metrics.get("killed", 0)), survivors(_report("mutation", m))
     judged = killed + len(survived)
     return {"score": f"{killed}/{judged}" if judged else None, "killed": killed, "survived": survived,
+            "equivalent": list(metrics.get("equivalent_mutants") or []),
             "inconclusive": int(metrics.get("inconclusive", 0)), "run": int(metrics.get("run", 0)),
             "mutants": metrics.get("mutants"), "source": metrics.get("source")}
 
@@ -129,6 +130,7 @@ def summarize_audit(records: list[dict]) -> dict:
         "mutation_scored": len(scored),
         "mutant_survived": sum(1 for m in scored if m["survived"]),
         "mutation_score": f"{killed}/{judged}" if judged else None,
+        "mutant_equivalent": sum(len(r["mutation"].get("equivalent") or []) for r in records if r.get("mutation")),
     }
 
 

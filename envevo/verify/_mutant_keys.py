@@ -36,6 +36,7 @@ from envevo.task import Task
 
 _TASK = b"envevo-mutant-task/1"
 _STEP = b"envevo-mutant-step/1"
+_EQUIVALENT = b"envevo-mutant-equivalent/1"
 _NOT_TRIAL_INPUTS = {"instruction.md", "task.toml"}  # task.toml enters without [metadata]
 TESTS_PY = "tests/test_outputs.py"
 _FAIL = re.compile(r"^FAIL (\S+) (.+?) - ", re.MULTILINE)  # the generated runner's line for a failed check
@@ -66,6 +67,12 @@ def task_key(variant: Task, env: str) -> str:
         f = variant.files[path]
         parts += [path.encode(), b"x" if f.executable else b"-", f.data]
     return _digest(_TASK, parts)
+
+
+def equivalence_key(mutant_key: str, reference_key: str) -> str:
+    """What an equivalent verdict rests on: the mutant's inputs and the full solution's (its task key), since
+    "equivalent" means "ends as that solution does"."""
+    return _digest(_EQUIVALENT, [mutant_key.encode(), reference_key.encode()])
 
 
 def env_key(env: str, step_key: str) -> str:

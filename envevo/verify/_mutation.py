@@ -6,8 +6,13 @@ solve.sh cut short (any task). Each mutant runs as an oracle trial of a copy of 
 solution/solve.sh, written under the trials dir (`_mutants/<task hash>/<task>__<mutant>/`; the task dir itself is
 never touched), in the same bounded pool as the other verifiers' trials.
 
-- reward above 0 → the mutant survived: the tests cannot tell that near miss from the solution (fail, the mutant
-  named with its diff and the tests' output, which goes back to the Modifier as feedback);
+- reward above 0 → the mutant survived: the tests cannot tell that near miss from the solution (the mutant named
+  with its diff, the paths where its end state differs from the solution's and the tests' output, which goes back
+  to the Modifier as feedback). The report is `weak`: a task envevo did not write is then `weak`, not `fail`,
+  unless judged strictly (`--mutation strict`; envevo's own candidates always are: `Verdict.strict`);
+- reward above 0, and an end state equal to the full solution's on everything the tests can see → *equivalent*
+  (envevo/verify/_end_state.py): the near miss changed nothing a test could check (a temp file left, a cache not
+  cleared); reported, never a survivor nor a kill. An end state missing or unknown is judged as a survivor;
 - reward 0, or the tests ran and wrote none → killed;
 - the trial never reached the tests (a build or infrastructure failure, a timeout, no test output) → inconclusive.
 
@@ -27,19 +32,35 @@ from typing import Any, Protocol
 
 from envevo.runtime import ErrorKind, TrialOutcome, TrialSpec
 from envevo.task import Task, load_task, save
+from envevo.verify._end_state import EndState, end_state_differences, read_end_state, visible_roots
 from envevo.verify._evidence import quote, read_trial_logs
 from envevo.verify._feedback import solution_run
-from envevo.verify._mutant_keys import env_key, step_failed, task_key
+from envevo.verify._mutant_keys import env_key, equivalence_key, step_failed, task_key
 from envevo.verify._mutants import SOLVE, Mutant, WrittenMutant, model_mutants, task_mutants
 from envevo.verify._redteam import parse_switch
 from envevo.verify._verdict import Finding, FindingKind, VerifierReport, trial_finding
 
 MUTANTS_DIR = "_mutants"  # under a task's trials dir: one task copy per mutant
+_DIFFERS_SHOWN = 4  # paths named where a survivor's end state differs
 _NEVER_RAN = (ErrorKind.ENVIRONMENT_BUILD_FAILURE, ErrorKind.INFRASTRUCTURE_ERROR, ErrorKind.AGENT_TIMEOUT)
 
 
+EQUIVALENT = "equivalent:"  # how `killed_keys` marks the keys of equivalent mutants
+
+
 def parse_mutation(value: str) -> tuple[bool, int | None]:
-    return parse_switch("--mutation", value)
+    """on, off, sample:N, or strict (every mutant, and a survivor fails even a task envevo did not write)."""
+    if mutation_strict(value):
+        return True, None
+    try:
+        return parse_switch("--mutation", value)
+    except ValueError:
+        raise ValueError(f"--mutation {value!r}: use on, strict, off or sample:N (N ≥ 1)") from None
+
+
+def mutation_strict(value: str) -> bool:
+    """`--mutation strict`: surviving mutants fail every task, not only envevo's own candidates."""
+    return (value or "").strip().lower() == "strict"
 
 
 def choose_mutants(task: Task, mutants: list[Mutant], sample: int | None) -> list[Mutant]:
@@ -69,9 +90,13 @@ def mutation_score(killed: int, survived: int) -> float | None:
 
 
 def killed_keys(metrics: dict[str, Any]) -> frozenset[str]:
-    """The keys of the mutants a stored mutation report killed (none in reports made before keys existed)."""
-    keys = metrics.get("killed_keys")
-    return frozenset(k for k in keys if isinstance(k, str)) if isinstance(keys, list) else frozenset()
+    """The keys of the mutants a stored mutation report killed, and (prefixed EQUIVALENT) of those it found
+    equivalent: what a child reuses (none in reports made before keys existed)."""
+    def listed(name: str) -> list[str]:
+        keys = metrics.get(name)
+        return [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else []
+
+    return frozenset(listed("killed_keys")) | {EQUIVALENT + k for k in listed("equivalent_keys")}
 
 
 class MutantWriter(Protocol):
@@ -91,6 +116,10 @@ class _TaskState:
     inherited: frozenset[str] = frozenset()  # the parent's killed keys
     keys: dict[str, list[str]] = field(default_factory=dict)  # mutant id → [task key, step key]
     reused: dict[str, str] = field(default_factory=dict)  # mutant id → the parent's key it matched
+    equivalence: dict[str, str] = field(default_factory=dict)  # mutant id → its equivalence key
+    reused_equivalent: dict[str, str] = field(default_factory=dict)  # mutant id → the parent's equivalence key
+    references: list[EndState | None] | None = None  # the full solution's end states (the oracle's trials)
+    roots: list[str] | None = None  # what the tests see of the container: None for all, else the artifacts
 
 
 class MutationVerifier:
@@ -113,8 +142,14 @@ class MutationVerifier:
         return self._tasks.setdefault(Path(task_dir).resolve(), _TaskState())
 
     def inherit(self, task_dir: Path, killed: frozenset[str]) -> None:
-        """The parent's killed keys, for the candidate at `task_dir`: its mutants with one of them are not run."""
+        """The parent's killed keys (`killed_keys`: equivalents' too), for the candidate at `task_dir`: its mutants
+        with one of them are not run."""
         self._state(task_dir).inherited = frozenset(killed)
+
+    def reference(self, task_dir: Path, oracle_runs: list[TrialOutcome]) -> None:
+        """The full solution's trials of the task (run with `fingerprint`): their end states are what a surviving
+        mutant is compared with."""
+        self._state(task_dir).references = [read_end_state(o.trial_dir) for o in oracle_runs] or None
 
     def plan(self, task_dir: Path, fresh: bool = False) -> tuple[list[Mutant], str]:
         """The chosen mutants of a task and where they come from. `fresh` re-reads the task: a candidate dir may be
@@ -159,38 +194,46 @@ class MutationVerifier:
             return []  # a placeholder dir (the CLI counts trials with Path('.')): nothing to plan
         mutants, _ = self.plan(task_dir, fresh=True)
         state = self._state(task_dir)
-        state.keys, state.reused = {}, {}
+        state.keys, state.reused, state.equivalence, state.reused_equivalent = {}, {}, {}, {}
+        state.references = None
         if not mutants:
             return []
         task = load_task(Path(task_dir).resolve())
+        state.roots = visible_roots(task)
         root = Path(trials_dir) / MUTANTS_DIR / task.content_hash()[:12]
         parent = state.inherited
+        reference = task_key(task, env)
         specs = []
         for m in mutants:
             variant = task.model_copy(deep=True)
             variant.write(SOLVE, m.script, executable=True)
             keys = [task_key(variant, env)] + ([env_key(env, m.step_key)] if m.step_key else [])
             state.keys[m.id] = keys
+            state.equivalence[m.id] = equivalence_key(keys[0], reference)
             if hit := next((k for k in keys if k in parent), None):
                 state.reused[m.id] = hit  # the parent's kill on the same inputs: no container
+                continue
+            if EQUIVALENT + state.equivalence[m.id] in parent:  # equivalent there, beside the same full solution
+                state.reused_equivalent[m.id] = state.equivalence[m.id]
                 continue
             copy = root / f"{Path(task_dir).name[:40]}__{m.id}"  # the name trial progress shows
             if not (copy / SOLVE).is_file() or (copy / SOLVE).read_text(encoding="utf-8") != m.script:
                 save(variant, copy, overwrite=True)
             trial = f"{Path(task_dir).name[:32]}__mut-{m.id}__{uuid.uuid4().hex[:6]}"
-            specs.append(TrialSpec(task_dir=copy, agent="oracle", env=env, trials_dir=trials_dir, trial_name=trial))
+            specs.append(TrialSpec(task_dir=copy, agent="oracle", env=env, trials_dir=trials_dir, trial_name=trial,
+                                   fingerprint=True))
         return specs
 
     def judge(self, runs: list[TrialOutcome]) -> VerifierReport:
-        """Without the task dir the mutants are named by their trials only."""
+        """Without the task dir the mutants are named by their trials only (and none is found equivalent)."""
         return self._judge([], "", runs)
 
     def judge_task(self, task_dir: Path, runs: list[TrialOutcome]) -> VerifierReport:
         mutants, source = self.plan(task_dir)
         state = self._state(task_dir)
         reused = state.reused
-        ran = [m for m in mutants if m.id not in reused]
-        report = self._judge(ran, source, runs)
+        ran = [m for m in mutants if m.id not in reused and m.id not in state.reused_equivalent]
+        report = self._judge(ran, source, runs, state.references, state.roots)
         total = state.count
         report.metrics["mutants"] = total
         if len(mutants) < total:
@@ -202,8 +245,15 @@ class MutationVerifier:
             m["score"] = mutation_score(m["killed"], m["survived"])
             report.notes.append(f"{len(reused)} of {len(mutants)} mutants reused from the parent: killed there on "
                                 "byte-identical inputs, not run again")
-        report.metrics["reused"] = len(reused)
+        if state.reused_equivalent:
+            report.metrics["equivalent"] += len(state.reused_equivalent)
+            report.metrics["equivalent_mutants"] += sorted(state.reused_equivalent)
+            report.notes.append(f"{len(state.reused_equivalent)} of {len(mutants)} mutants reused from the parent as "
+                                "equivalent: same inputs, same full solution, not run again")
+        report.metrics["reused"] = len(reused) + len(state.reused_equivalent)
         report.metrics["killed_keys"] = sorted(set(reused.values()) | self._kill_keys(state.keys, ran, runs))
+        report.metrics["equivalent_keys"] = sorted(set(state.reused_equivalent.values()) | {
+            state.equivalence[m] for m in report.metrics["equivalent_mutants"] if m in state.equivalence})
         return report
 
     def _kill_keys(self, keys: dict[str, list[str]], ran: list[Mutant], runs: list[TrialOutcome]) -> set[str]:
@@ -221,12 +271,15 @@ class MutationVerifier:
                 out.add(keys[mid][1])
         return out
 
-    def _judge(self, mutants: list[Mutant], source: str, runs: list[TrialOutcome]) -> VerifierReport:
+    def _judge(self, mutants: list[Mutant], source: str, runs: list[TrialOutcome],
+               references: list[EndState | None] | None = None, roots: list[str] | None = None) -> VerifierReport:
         by_id = {m.id: m for m in mutants}
         # Each finding with the reason that says it in words; survivors first, then the inconclusive ones.
         survived: list[tuple[Finding, str]] = []
         unknown: list[tuple[Finding, str]] = []
         killed: list[str] = []
+        equivalent: list[str] = []
+        notes: list[str] = []
         for i, o in enumerate(runs):
             mid = _mutant_id(o) or (mutants[i].id if i < len(mutants) else f"mutant {i + 1}")
             m = by_id.get(mid)
@@ -237,17 +290,25 @@ class MutationVerifier:
                 unknown.append((trial_finding(self.name, FindingKind.INCONCLUSIVE, o, f"{label}: {why}", mid),
                                 f"{mid}: inconclusive: {label}: {why}{where}"))
             elif result == "survived":
+                differs = end_state_differences(read_end_state(o.trial_dir), references, roots) if references else None
+                if differs == []:
+                    equivalent.append(mid)
+                    notes.append(f"{mid}: equivalent: {label} ends in the same state as the solution on everything the "
+                                 "tests can see, so no test could kill it; not counted")
+                    continue
                 survived.append((trial_finding(self.name, FindingKind.BROKE, o, f"{label} scored {o.reward}, not 0", mid),
-                                 _survivor(mid, m, label, o, where)))
+                                 _survivor(mid, m, label, o, where, differs)))
             else:
                 killed.append(mid)
-        notes = [source] if not mutants and not runs and source.startswith("no mutants") else []
+        if not mutants and not runs and source.startswith("no mutants"):
+            notes.insert(0, source)
         metrics: dict[str, Any] = {"source": source, "run": len(runs), "killed": len(killed), "survived": len(survived),
-                                   "inconclusive": len(unknown), "score": mutation_score(len(killed), len(survived))}
+                                   "inconclusive": len(unknown), "equivalent": len(equivalent),
+                                   "equivalent_mutants": equivalent, "score": mutation_score(len(killed), len(survived))}
         found = survived + unknown
         return VerifierReport(name=self.name, passed=not found, inconclusive=bool(unknown) and not survived,
-                              reasons=[text for _, text in found], notes=notes, runs=runs, metrics=metrics,
-                              findings=[f for f, _ in found])
+                              weak=bool(survived), reasons=[text for _, text in found], notes=notes, runs=runs,
+                              metrics=metrics, findings=[f for f, _ in found])
 
 
 def _mutant_id(o: TrialOutcome) -> str | None:
@@ -257,13 +318,16 @@ def _mutant_id(o: TrialOutcome) -> str | None:
     return name.split("__mut-", 1)[1].rsplit("__", 1)[0]
 
 
-def _survivor(mid: str, m: Mutant | None, label: str, o: TrialOutcome, where: str) -> str:
+def _survivor(mid: str, m: Mutant | None, label: str, o: TrialOutcome, where: str, differs: list[str] | None) -> str:
     """A surviving mutant, in the words the Modifier needs: which near miss, what it changed, what the tests said."""
     fix = ("strengthen the tests of that step, or draw its fixtures so that this mistake changes the checked output"
            if m is not None and m.kind in ("wrong", "model") else
            "the tests must check what that step produces" if m is not None and m.kind == "skip" else
            "the tests must check what the rest of solve.sh does")
     text = f"{mid}: survived: {label} scored {o.reward}, not 0: the tests cannot tell it from the solution; {fix}{where}"
+    if differs:
+        more = f" and {len(differs) - _DIFFERS_SHOWN} more" if len(differs) > _DIFFERS_SHOWN else ""
+        text += f"\n  its end state differs from the solution's at: {', '.join(differs[:_DIFFERS_SHOWN])}{more}"
     if m is not None and m.diff:
         text += "\n  diff:\n" + "\n".join(f"  | {ln}" for ln in m.diff.splitlines())
     _, solve_exit = solution_run(o.trial_dir)

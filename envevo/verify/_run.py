@@ -69,8 +69,10 @@ async def verify_tasks(
     retries: int = 1,
     on_trial_done: Callable[[TrialOutcome], None] | None = None,
     gate: asyncio.Semaphore | None = None,
+    strict: bool = False,
 ) -> list[Verdict]:
-    """Verify (name, runnable task dir) pairs. A task is ok only if every verifier passes."""
+    """Verify (name, runnable task dir) pairs. A task is ok only if every verifier passes; one whose only failing is
+    near misses its tests miss is `weak`, unless `strict` (then `fail`)."""
     verifiers = list(verifiers) if verifiers is not None else default_verifiers()
     before = {task_dir: dir_hash(task_dir) for _, task_dir in tasks}
     # Named before any trial: a task this host cannot run gets no trials and an inconclusive verdict.
@@ -78,12 +80,15 @@ async def verify_tasks(
     # Model-written mutants are asked for first: their trials are planned with the others.
     await asyncio.gather(*(v.prepare(task_dir) for i, (_, task_dir) in enumerate(tasks) if i not in unmet
                            for v in verifiers if isinstance(v, MutationVerifier)))
+    mutation = [v for v in verifiers if isinstance(v, MutationVerifier)]
     plan: list[tuple[int, str, TrialSpec]] = []  # (task index, verifier name, spec)
     for i, (name, task_dir) in enumerate(tasks):
         if i in unmet:
             continue
         for v in verifiers:
             for spec in v.trial_specs(task_dir, env, trials_dir / name):
+                if mutation and v.name == "oracle":  # the full solution's end state: what a near miss is compared with
+                    spec = spec.model_copy(update={"fingerprint": True})
                 plan.append((i, v.name, spec))
 
     def done(_k: int, outcome: TrialOutcome) -> None:
@@ -109,9 +114,11 @@ async def verify_tasks(
     for i, (name, task_dir) in enumerate(tasks):
         if i in unmet:
             skipped = {v.name: VerifierReport(name=v.name, passed=False, inconclusive=True) for v in verifiers}
-            verdicts.append(Verdict(task=name, task_dir=task_dir, ok=False, reports=skipped, unmet=unmet[i]))
+            verdicts.append(Verdict(task=name, task_dir=task_dir, ok=False, reports=skipped, unmet=unmet[i], strict=strict))
             continue
         reports = {}
+        for m in mutation:
+            m.reference(task_dir, [o for (ti, vn, _), o in zip(plan, outcomes, strict=True) if ti == i and vn == "oracle"])
         for v in verifiers:
             runs = [o for (ti, vn, _), o in zip(plan, outcomes, strict=True) if ti == i and vn == v.name]
             # A verifier that also reads the task's files (the red team's static exploits) judges with its dir.
@@ -123,6 +130,7 @@ async def verify_tasks(
                 task_dir=task_dir,
                 ok=all(r.passed for r in reports.values()),
                 reports=reports,
+                strict=strict,
             )
         )
     return verdicts
@@ -137,13 +145,17 @@ async def verify_candidate(
     checks: Sequence[TaskVerifier] = (),
     gate: asyncio.Semaphore | None = None,
     on_trial_done: Callable[[TrialOutcome], None] | None = None,
+    strict: bool = True,
 ) -> Verdict:
-    """One task through the container verifiers and the file checks (e.g. the rubric), all in parallel."""
+    """One task through the container verifiers and the file checks (e.g. the rubric), all in parallel. `strict`
+    (envevo's own candidates): a surviving near miss fails it; a seed is judged with `strict=False` unless the run
+    asks for `--mutation strict`, and may then be `weak`."""
     # The container verifiers and the file checks run at the same time.
     trials = asyncio.ensure_future(
-        verify_tasks([(task.name, task_dir)], trials_dir, env=env, verifiers=verifiers, gate=gate, on_trial_done=on_trial_done))
+        verify_tasks([(task.name, task_dir)], trials_dir, env=env, verifiers=verifiers, gate=gate,
+                     on_trial_done=on_trial_done, strict=strict))
     reports = await asyncio.gather(*(c.check(task, task_dir) for c in checks))
     verdict = (await trials)[0]
     all_reports = {**verdict.reports, **{r.name: r for r in reports}}
     return Verdict(task=verdict.task, task_dir=task_dir, ok=verdict.unmet is None and all(r.passed for r in all_reports.values()),
-                   reports=all_reports, unmet=verdict.unmet)
+                   reports=all_reports, unmet=verdict.unmet, strict=strict)

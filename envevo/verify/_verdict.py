@@ -62,6 +62,9 @@ class VerifierReport(BaseModel):
     passed: bool
     # No evidence either way (e.g. the test runner never ran): never a pass, and not the task's fault either.
     inconclusive: bool = False
+    # Failed only by near misses the tests miss (surviving mutants): the task is weak, not wrong, unless judged
+    # strictly (`Verdict.strict`).
+    weak: bool = False
     reasons: list[str] = Field(default_factory=list)
     # What a user should know that is no finding against the task (an exploit skipped, and why). Not feedback: the
     # Modifier cannot act on it, and a retry's inputs must not depend on it.
@@ -139,17 +142,29 @@ class Verdict(BaseModel):
     substitutions: list[str] = Field(default_factory=list)
     # Set when the host cannot verify the task at all: no trial ran, and the status is inconclusive.
     unmet: Unmet | None = None
+    # Judged strictly: a surviving near miss fails the task (envevo's own candidates, `--mutation strict`); else a
+    # task whose only failing is near misses its tests miss is `weak`.
+    strict: bool = False
 
     @property
     def status(self) -> str:
-        """ok, fail, or inconclusive (the host lacks what the task needs, or some verifier had no evidence and none
-        failed outright)."""
+        """ok; fail (the task is wrong or hackable); inconclusive (the host lacks what the task needs, or some
+        verifier had no evidence, and none failed outright); weak (oracle and empty solution right, but the tests
+        miss a near miss that changes what they could see; never when `strict`)."""
         if self.ok:
             return "ok"
         if self.unmet is not None:
             return "inconclusive"
-        failed = [r for r in self.reports.values() if not r.passed and not r.inconclusive]
-        return "fail" if failed else "inconclusive"
+        failing = [r for r in self.reports.values() if not r.passed]
+        if any(not r.inconclusive and (self.strict or not r.weak) for r in failing):
+            return "fail"
+        return "inconclusive" if any(r.inconclusive for r in failing) else "weak"
+
+    @property
+    def survivors(self) -> list[str]:
+        """The near misses (mutant ids) the tests let through."""
+        m = self.reports.get("mutation")
+        return [f.exploit for f in m.facts() if f.kind is FindingKind.BROKE and f.exploit] if m is not None else []
 
     @property
     def reasons(self) -> list[str]:
@@ -160,6 +175,10 @@ class Verdict(BaseModel):
         """The JSON shape `envevo verify --json` prints: one object per task, a key per verifier."""
         out: dict = {"task": self.task, "task_dir": str(self.task_dir), "ok": self.ok, "status": self.status,
                      "substitutions": self.substitutions}
+        if "mutation" in self.reports:  # the near misses the tests let through (what makes a task weak), and those
+            metrics = self.reports["mutation"].metrics  # that could not be told from the solution at all
+            out["survivors"] = self.survivors
+            out["equivalent"] = list(metrics.get("equivalent_mutants") or [])
         if self.unmet is not None:
             out["unmet"] = {"reason": str(self.unmet), "fix": self.unmet.fix,
                             "needs": [n.model_dump() for n in self.unmet.needs]}
@@ -167,6 +186,7 @@ class Verdict(BaseModel):
             out[name] = {
                 "passed": rep.passed,
                 "inconclusive": rep.inconclusive,
+                "weak": rep.weak,
                 "reasons": rep.reasons,
                 "notes": rep.notes,
                 "findings": [f.model_dump(mode="json") for f in rep.findings],

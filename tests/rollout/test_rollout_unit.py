@@ -243,7 +243,7 @@ def test_seed_selection_verifies_with_the_seed_gate_of_evolve(tmp_path: Path, mo
     store.close()
     seen: dict = {}
 
-    async def fake_verify(tasks, jobs, env, verifiers, concurrency):
+    async def fake_verify(tasks, jobs, env, verifiers, concurrency, strict=False):
         seen["names"] = sorted(v.name for v in verifiers)
         return [verify.Verdict(task=name, task_dir=d, ok=True, reports={}) for name, d in tasks]
 

@@ -38,7 +38,7 @@ def _mutation(killed: int, survived: list[str], inconclusive: int = 0) -> Verifi
 def test_a_record_gives_the_mutation_score_and_names_the_survivors(tmp_path):
     rec = audit_record(load_task(SKIPS_STEP), _verdict(_mutation(1, ["prefix-3of4"])))
     assert rec["mutation"] == {"score": "1/2", "killed": 1, "survived": ["prefix-3of4"], "inconclusive": 0, "run": 2,
-                               "mutants": 2, "source": "prefix"}
+                               "mutants": 2, "source": "prefix", "equivalent": []}
     assert rec["broken_by"] == ["mutant:prefix"] and not rec["hackable"] and rec["status"] == "fail"
     assert any(r.startswith("mutation: prefix-3of4: survived") for r in record_reasons(rec))
     assert mutation_cell(rec) == "1/2 (survived: prefix-3of4)"
@@ -86,7 +86,7 @@ def test_summary_counts_tasks_with_a_surviving_mutant():
 
 def test_bad_mutation_setting_is_one_line(tmp_path):
     proc = run_cli("audit", str(SKIPS_STEP), "--out", str(tmp_path), "--mutation", "sometimes")
-    assert proc.returncode == 2 and "--mutation 'sometimes': use on, off or sample:N" in proc.stderr, proc.stderr
+    assert proc.returncode == 2 and "--mutation 'sometimes': use on, strict, off or sample:N" in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / RESULTS).exists()
 
 
@@ -108,12 +108,13 @@ def test_audit_names_the_surviving_mutant_and_resumes_old_records(sandbox, tmp_p
     # cut before top_ips.txt it fails. The red team is off: this fixture's tests run in the agent's container.
     t0 = time.monotonic()
     proc = run_cli("audit", str(SKIPS_STEP), "--out", str(tmp_path), "--red-team", "off", "--json")
-    assert proc.returncode == 1, proc.stderr
+    assert proc.returncode == 4, proc.stderr  # weak: a task envevo did not write, whose tests miss a near miss
     data = json.loads(proc.stdout)
     (task,) = data["tasks"]
     assert task["mutation"]["survived"] == ["prefix-3of4"] and task["mutation"]["score"] == "1/2", task
-    assert task["broken_by"] == ["mutant:prefix"] and task["status"] == "fail"
-    assert any(r.startswith("mutation: prefix-3of4: survived") for r in task["reasons"])
+    assert task["broken_by"] == ["mutant:prefix"] and task["status"] == "weak"
+    assert any(r.startswith("mutation: prefix-3of4: survived") and "differs from the solution's at: "
+               "/app/report/status_counts.json (not written)" in r for r in task["reasons"]), task["reasons"]
     assert data["summary"]["mutant_survived"] == 1 and data["summary"]["failure_classes"] == {"mutant:prefix": 1}
     print(f"audit of skips-step: {time.monotonic() - t0:.0f} s")
     # The table names it too; a record written before the audit ran the mutation verifier resumes as it is.

@@ -25,7 +25,7 @@ def test_a_bad_value_is_one_line_before_any_work(tmp_path):
     for args in (["verify", str(tmp_path)], ["evolve", str(tmp_path), "--run", str(tmp_path / "run")]):
         result = CliRunner().invoke(app, [*args, "--mutation", "sometimes"])
         assert result.exit_code == 2, result.output
-        assert "--mutation 'sometimes': use on, off or sample:N" in result.stderr
+        assert "--mutation 'sometimes': use on, strict, off or sample:N" in result.stderr
         assert "Traceback" not in result.stderr
 
 

@@ -17,7 +17,8 @@ pytestmark = pytest.mark.sandbox
 REALISTIC = FIXTURES / "realistic"
 SOUND = {"no-network", "python-slim", "digest-pinned", "ubuntu", "crlf", "compose", "separate-verifier", "tb2-canonical",
          "heredoc", "plain-name", "tls-pip",  # tls-pip: pip over HTTPS at build; behind a proxy, ok once doctor --fix trusts it
-         "tb-base", "golang", "uv-copy", "node"}
+         "tb-base", "golang", "uv-copy", "node",
+         "cleanup-tail", "chmod-interpreter", "partial-output"}  # their near misses: test_equivalent_mutants_sandbox.py
 STAND_INS = {"python-slim": "Python 3.13", "digest-pinned": "debian:bookworm-slim", "ubuntu": "Debian", "compose": "Python 3.13",
              "tb2-canonical": "Python 3.13", "plain-name": '"local/plain-name"',
              "tb-base": "tmux 3.", "golang": "Go 1.24", "uv-copy": "uv 0.9.26", "node": "Node.js 20"}
