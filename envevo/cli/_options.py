@@ -29,7 +29,8 @@ MODEL_HELP = ("PROVIDER:NAME, e.g. openai:gpt-4.1, anthropic:claude-sonnet-4-5; 
 # ---- output -------------------------------------------------------------------------------------------
 Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout (progress and notes go to "
                                     "stderr).", rich_help_panel=OUTPUT)]
-Force = Annotated[bool, typer.Option("--force", help="Replace the destination if it already exists.")]
+Force = Annotated[bool, typer.Option("--force", help="Replace the destination if it is a task dir (one with "
+                                                   "task.toml); never another folder.")]
 
 
 def out_option(help: str) -> typer.models.OptionInfo:  # noqa: A002 (typer's own name)

@@ -35,7 +35,9 @@ def export(
         "--format", help="harbor (a dataset folder for `harbor run -p`), jsonl or parquet (a flat index), rl (tasks/ "
         "plus index.parquet for the trainer adapters).")] = ExportFormat.HARBOR,
     lineage: o.LineageFilter = None,
-    force: Annotated[bool, typer.Option("--force", help="harbor: replace an existing, non-empty dataset folder.")] = False,
+    force: Annotated[bool, typer.Option(
+        "--force", help="harbor/rl: replace a previous export at --out (a folder holding its .envevo-export.json); "
+        "never a run or any other folder.")] = False,
     images: Annotated[bool, typer.Option(
         "--images", help="harbor/rl: build each task's image (and its separate verifier's) and name it as docker_image "
         "in task.toml, for runners that cannot build (verifiers/prime-rl) and nodes that should not.",
