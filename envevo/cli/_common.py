@@ -103,6 +103,16 @@ def renamed[T](old_value: T | None, new_value: T, old: str, new: str, removed_in
     return old_value
 
 
+def pass_env(names: list[str], config: Path | None) -> None:
+    """The host variables tasks may read: --pass-env, plus [sandbox] pass_env of envevo.toml (--config, else
+    ./envevo.toml if present). No other reaches a task (envevo.task._host_env)."""
+    from envevo.task import DEFAULT_CONFIG_FILE, pass_env_in_config, pass_host_env
+
+    if config is None and Path(DEFAULT_CONFIG_FILE).is_file():
+        config = Path(DEFAULT_CONFIG_FILE)
+    pass_host_env([*names, *pass_env_in_config(config)])
+
+
 def preflight(env: str) -> None:
     """The sandbox preflight, its notes on stderr."""
     from envevo.sandbox import preflight as check

@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from envevo.cli import _options as o
-from envevo.cli._common import STATUS, check_red_team, err, out, preflight, print_json, progress, usage_table, user_errors
+from envevo.cli._common import STATUS, check_red_team, err, out, pass_env, preflight, print_json, progress, usage_table, user_errors
 from envevo.cli._verifier_model import USAGE_TITLE, model_usage, verification_model
 from envevo.cli.verify_cmd import check_mutation
 from envevo.errors import UserError
@@ -59,6 +59,7 @@ def audit(
     concurrency: o.Concurrency = o.CONCURRENCY,
     image_map: o.ImageMapOpt = [],  # noqa: B006 (typer copies list defaults)
     config: o.ConfigFile = None,
+    pass_env_names: o.PassEnv = [],  # noqa: B006 (typer copies list defaults)
     model: o.Model = None,
     base_url: o.BaseUrl = None,
     api_key_env: o.ApiKeyEnv = None,
@@ -87,6 +88,7 @@ def audit(
     results = out_dir / RESULTS
     if results.is_file() and not resume:
         raise UserError(f"{results} holds an earlier audit: pass --resume to continue it, or choose another --out")
+    pass_env(pass_env_names, config)
     preflight(env)
     from envevo.evolve import scale_out
 

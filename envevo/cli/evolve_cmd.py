@@ -17,6 +17,7 @@ from envevo.cli._common import (
     deprecated_flag,
     err,
     out,
+    pass_env,
     plain,
     preflight,
     print_json,
@@ -109,6 +110,7 @@ def evolve(
     api_key_env: o.ApiKeyEnv = None,
     role_model: o.RoleModel = [],  # noqa: B006 (typer copies list defaults)
     config: o.ConfigFile = None,
+    pass_env_names: o.PassEnv = [],  # noqa: B006 (typer copies list defaults)
     old_llm_config: Annotated[Path | None, o.old_spelling("--llm-config", "--config")] = None,
     max_cost: Annotated[float | None, typer.Option("--max-cost", rich_help_panel=LLM, help="USD per lineage; "
                                                    "reaching it ends the lineage as budget_exhausted (resumable).")] = None,
@@ -162,6 +164,7 @@ def evolve(
         raise UserError("--retry-skipped reopens the skipped seeds of a stored run: add --resume")
     check_red_team(red_team)
     check_mutation(mutation)
+    pass_env(pass_env_names, config)
     preflight(env)
     executor = scale_out(executor_name, ray_address, max_sandboxes, start_rate)
     capabilities = engine_capabilities(engine_name)

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from envevo.cli import _options as o
-from envevo.cli._common import err, fmt, is_run_dir, out, preflight, print_json, progress, renamed, user_errors
+from envevo.cli._common import err, fmt, is_run_dir, out, pass_env, preflight, print_json, progress, renamed, user_errors
 from envevo.errors import UserError
 
 #: One answer of a rollout agent's model: room for a long reasoning turn and its commands (the LLM engine's roles
@@ -38,6 +38,7 @@ def rollout(
     k: Annotated[int, typer.Option("-k", min=1, help="Rollouts per task.")] = 8,
     env: o.Env = o.ENV,
     concurrency: o.Concurrency = o.CONCURRENCY,
+    pass_env_names: o.PassEnv = [],  # noqa: B006 (typer copies list defaults)
     run_dir: Annotated[Path | None, o.run_option("For task dirs: record their rollouts in this run (created if "
                                                  "missing), so they resume and `seeds select --run` can read them.")
                        ] = None,
@@ -71,6 +72,7 @@ def rollout(
     if not is_simulated(agent):  # a model that never stops is cut here, as the LLM engine's roles are
         agent_kwargs = with_output_cap(agent, agent_kwargs, max_output_tokens)
     check_agent(agent, model, agent_kwargs)
+    pass_env(pass_env_names, None)
     preflight(env)
     from envevo.evolve import scale_out
 

@@ -18,6 +18,7 @@ from envevo.cli._common import (
     check_red_team,
     err,
     out,
+    pass_env,
     preflight,
     print_json,
     progress,
@@ -53,6 +54,7 @@ def verify(
     concurrency: o.Concurrency = o.CONCURRENCY,
     image_map: o.ImageMapOpt = [],  # noqa: B006 (typer copies list defaults)
     config: o.ConfigFile = None,
+    pass_env_names: o.PassEnv = [],  # noqa: B006 (typer copies list defaults)
     jobs_dir: Annotated[Path | None, typer.Option("--jobs-dir", help="Where trial logs go (default: "
                                                   "./jobs/verify-<time>).")] = None,
     red_team: o.RedTeam = o.RED_TEAM,
@@ -82,6 +84,7 @@ def verify(
     check_mutation(mutation)
     runtime = verification_model(config, model, base_url, api_key_env, red_team=red_team, mutation=mutation,
                                  model_mutants=model_mutants)
+    pass_env(pass_env_names, config)
     preflight(env)
     from envevo.evolve import scale_out
 
