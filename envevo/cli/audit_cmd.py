@@ -75,6 +75,7 @@ def audit(
     hacker and --model-mutants use --model (else the judge's model of --config's [llm]).
 
     --json prints {tasks: [...], summary: {...}, results: PATH, usage: [...]}."""
+    from envevo._home import private_dir
     from envevo.llm import verifiers_with_model
     from envevo.sandbox import runnable_copy
     from envevo.task import load_image_map, load_task_args, unique_by_hash
@@ -99,7 +100,7 @@ def audit(
     todo = unique_by_hash(loaded, skip=done)
     if done:
         err.print(f"resuming: {len(loaded) - len(todo)} of {len(loaded)} task(s) already audited in {results}")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(out_dir)  # 0700 when envevo creates it: trial logs hold task output
     jobs = out_dir / "trials"
     verifiers = verifiers_with_model(repeats, red_team=red_team, mutation=mutation, runtime=runtime,
                                      written=model_mutants)

@@ -55,6 +55,7 @@ def rollout(
     Turns, tokens and cost of every rollout are recorded in the store. --model takes PROVIDER:NAME (any LiteLLM
     provider; LiteLLM's PROVIDER/NAME is read too). --json prints one list of per-task summaries.
     """
+    from envevo._home import private_dir
     from envevo.llm import litellm_model
     from envevo.rollout import check_agent, dir_targets, is_simulated, parse_agent_kwargs, run_targets
     from envevo.rollout import rollout as run
@@ -87,7 +88,7 @@ def rollout(
         if not tasks:
             raise UserError("no tasks to roll out (a RUN needs verified versions)")
         base = store.run_dir if store is not None else Path("jobs")
-        trials = (base / "rollouts" / f"{datetime.now():%Y%m%d-%H%M%S}").resolve()
+        trials = private_dir((base / "rollouts" / f"{datetime.now():%Y%m%d-%H%M%S}").resolve())  # 0700: trial logs
         with progress(f"rollouts of {agent} ({len(tasks)} task(s) × {k})", len(tasks) * k) as advance:
             summaries = asyncio.run(run(tasks, agent, model, k, env=env, concurrency=concurrency, trials_dir=trials,
                                         store=store, agent_kwargs=agent_kwargs, on_trial=lambda t, r: advance(

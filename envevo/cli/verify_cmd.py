@@ -75,6 +75,7 @@ def verify(
     The red team's LLM hacker and --model-mutants use --model (else the judge's model of --config's [llm]).
 
     --json prints one list, one object per task."""
+    from envevo._home import private_dir
     from envevo.llm import verifiers_with_model
     from envevo.sandbox import runnable_copy
     from envevo.task import first_duplicate, load_image_map, load_task_args
@@ -95,7 +96,7 @@ def verify(
     if dup:
         raise UserError(f"two tasks are named {dup!r}; verify them in separate runs")
     jobs = (jobs_dir or Path("jobs") / f"verify-{datetime.now():%Y%m%d-%H%M%S}").resolve()
-    jobs.mkdir(parents=True, exist_ok=True)
+    private_dir(jobs)  # 0700 when envevo creates it: trial logs hold task output
     # TB1 tasks and image maps need a converted copy; Harbor tasks without a map run in place.
     # Local engines: digest-pinned / mirror-prefixed references go to local stand-ins, each stated.
     prepared = {t.name: runnable_copy(t, env, mapping, jobs / "_tasks") for t in loaded}

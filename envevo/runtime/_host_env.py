@@ -1,4 +1,6 @@
-"""Harbor resolves a task.toml's ``${VAR}`` templates from this process's environment; envevo hands it none the user did
+"""Trials see no host variable the user did not pass, and their logs are private (0700).
+
+Harbor resolves a task.toml's ``${VAR}`` templates from this process's environment; envevo hands it none the user did
 not pass (`envevo.task.host_env_resolved`): a trial runs from a private copy holding the resolved values, removed
 after the trial, and a task naming a variable not passed is refused before any container starts."""
 
@@ -9,6 +11,7 @@ import shutil
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from envevo._home import private_dir
 from envevo.errors import TaskError
 from envevo.runtime._outcome import ErrorKind, TrialOutcome, TrialSpec
 from envevo.task import host_env_resolved
@@ -21,6 +24,7 @@ def host_env_guarded(run: Run) -> Run:
 
     @functools.wraps(run)
     async def guarded(spec: TrialSpec) -> TrialOutcome:
+        private_dir(spec.trials_dir)  # 0700 when new: the trial's logs hold task output and any passed value
         try:
             run_dir = host_env_resolved(spec.task_dir, spec.trials_dir / ".host-env")
         except TaskError as exc:

@@ -26,6 +26,7 @@ import os
 from itertools import pairwise
 from pathlib import Path
 
+from envevo._home import private_dir
 from envevo.errors import TaskError
 from envevo.store._accounting import Accounting
 from envevo.store._db import connect
@@ -66,7 +67,7 @@ class LineageStore(Versions, Accounting):
                 )
         else:
             try:
-                root.mkdir(parents=True, exist_ok=True)
+                private_dir(root)  # 0700: task output and trial logs live under it
             except OSError as e:
                 raise StoreError(
                     f"cannot create run directory {root}: {e.strerror or e}; check the path and permissions"

@@ -50,3 +50,18 @@ def test_a_passed_variable_reaches_harbor_as_a_literal_in_a_private_copy(tmp_pat
     assert seen["dir"] != task and seen["dir"].name == "leaky"
     assert seen["config"]["environment"]["env"] == {"KEY": "sk-passed"}
     assert not seen["dir"].exists()  # the copy holding the value is gone after the trial
+
+
+def test_trial_logs_and_run_dirs_are_private(tmp_path, monkeypatch) -> None:
+    import stat
+
+    from envevo.store import LineageStore
+
+    monkeypatch.setattr(trial_mod, "trial_config", lambda spec: (_ for _ in ()).throw(RuntimeError("stop")))
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "task.toml").write_text("[environment]\n")
+    spec = TrialSpec(task_dir=tmp_path / "plain", agent="oracle", trials_dir=tmp_path / "jobs" / "trials")
+    asyncio.run(trial_mod.run_trial(spec))
+    assert stat.S_IMODE((tmp_path / "jobs" / "trials").stat().st_mode) == 0o700
+    LineageStore.open(tmp_path / "run").close()
+    assert stat.S_IMODE((tmp_path / "run").stat().st_mode) == 0o700
