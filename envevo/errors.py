@@ -1,4 +1,6 @@
-"""Errors a user can cause. The CLI prints them as one line and exits non-zero, never a traceback."""
+"""Errors a user can cause (the CLI prints them as one line and exits non-zero, never a traceback), and exit codes."""
+
+from enum import IntEnum
 
 
 class UserError(Exception):
@@ -18,3 +20,14 @@ class EngineStop(Exception):
 
 class CandidateFailed(Exception):
     """An engine's modify() produced no candidate worth verifying; the message is fed back like a verifier's reason."""
+
+
+class ExitCode(IntEnum):
+    """What a command's exit status says (docs/cli.md has the table)."""
+
+    OK = 0
+    FAIL = 1
+    USAGE = 2
+    INCONCLUSIVE = 3
+    WEAK = 4
+    ALL_SEEDS_REJECTED = 5

@@ -20,7 +20,19 @@ from rich.markup import escape
 from rich.table import Table
 
 from envevo.cli import _options as o
-from envevo.cli._common import STATUS, check_red_team, err, out, pass_env, preflight, print_json, progress, usage_table, user_errors
+from envevo.cli._common import (
+    STATUS,
+    check_output,
+    check_red_team,
+    err,
+    out,
+    pass_env,
+    preflight,
+    print_json,
+    progress,
+    usage_table,
+    user_errors,
+)
 from envevo.cli._verifier_model import USAGE_TITLE, model_usage, verification_model
 from envevo.cli.verify_cmd import check_mutation
 from envevo.errors import UserError
@@ -86,6 +98,7 @@ def audit(
     runtime = verification_model(config, model, base_url, api_key_env, red_team=red_team, mutation=mutation,
                                  model_mutants=model_mutants)
     out_dir = out_dir.resolve()
+    check_output(out_dir, "--out", folder=True)
     results = out_dir / RESULTS
     if results.is_file() and not resume:
         raise UserError(f"{results} holds an earlier audit: pass --resume to continue it, or choose another --out")

@@ -82,7 +82,7 @@ def rollout(
     if is_run and run_dir is not None:
         raise UserError("--run is for task dirs; a RUN dir given as the target records rollouts in its own store")
     store_path = targets[0] if is_run else run_dir
-    store = LineageStore.open(store_path, create=not is_run) if store_path is not None else None
+    store = LineageStore.open(store_path, create=not is_run, migrate=True) if store_path is not None else None
     try:
         tasks = run_targets(store) if is_run else dir_targets(expand_task_dirs(targets))
         if not tasks:

@@ -15,6 +15,7 @@ from rich.table import Table
 from envevo.cli import _options as o
 from envevo.cli._common import (
     STATUS,
+    check_output,
     check_red_team,
     err,
     out,
@@ -27,7 +28,7 @@ from envevo.cli._common import (
     verifier_mark,
 )
 from envevo.cli._verifier_model import USAGE_TITLE, model_usage, verification_model
-from envevo.errors import UserError
+from envevo.errors import ExitCode, UserError
 
 
 def check_mutation(text: str) -> None:
@@ -75,14 +76,20 @@ def verify(
     The red team's LLM hacker and --model-mutants use --model (else the judge's model of --config's [llm]).
 
     --json prints one list, one object per task."""
+    from envevo.task import first_duplicate, load_image_map, load_task_batch
+
+    # Each task loaded (and validated) on its own, before any container starts and before the heavy imports: a path
+    # that does not exist is said at once; a task refused here gets its one line in the results, the others run.
+    loaded, refused = load_task_batch(tasks)
     from envevo._home import private_dir
     from envevo.llm import verifiers_with_model
     from envevo.sandbox import runnable_copy
-    from envevo.task import first_duplicate, load_image_map, load_task_args
     from envevo.verify import unmet_on_host, verify_tasks
 
     check_red_team(red_team)
     check_mutation(mutation)
+    if jobs_dir is not None:
+        check_output(jobs_dir, "--jobs-dir", folder=True)
     runtime = verification_model(config, model, base_url, api_key_env, red_team=red_team, mutation=mutation,
                                  model_mutants=model_mutants)
     pass_env(pass_env_names, config)
@@ -91,7 +98,6 @@ def verify(
 
     scale_out(executor_name, ray_address, max_sandboxes, start_rate, trials=True)
     mapping = load_image_map(image_map, config)
-    loaded = load_task_args(tasks)  # every task is validated before any container starts
     dup = first_duplicate([t.name for t in loaded])
     if dup:
         raise UserError(f"two tasks are named {dup!r}; verify them in separate runs")
@@ -99,8 +105,16 @@ def verify(
     private_dir(jobs)  # 0700 when envevo creates it: trial logs hold task output
     # TB1 tasks and image maps need a converted copy; Harbor tasks without a map run in place.
     # Local engines: digest-pinned / mirror-prefixed references go to local stand-ins, each stated.
-    prepared = {t.name: runnable_copy(t, env, mapping, jobs / "_tasks") for t in loaded}
+    prepared = {}
+    for t in loaded:
+        try:
+            prepared[t.name] = runnable_copy(t, env, mapping, jobs / "_tasks")
+        except UserError as exc:
+            refused.append((t.source or Path(t.name), str(exc)))
     runnable = [(name, task_dir) for name, (task_dir, _) in prepared.items()]
+    if not runnable:
+        _print_refused(refused, json_out)
+        raise typer.Exit(ExitCode.USAGE)  # nothing could be verified
 
     verifiers = verifiers_with_model(repeats, red_team=red_team, mutation=mutation, runtime=runtime,
                                      learn_rubric=learn_rubric, written=model_mutants)
@@ -125,7 +139,8 @@ def verify(
     usage = model_usage(runtime)
     if json_out:
         # One object per task; the model's usage, which is the whole command's, rides on each as `command_usage`.
-        print_json([v.summary() | ({"command_usage": usage} if usage else {}) for v in verdicts])
+        print_json([v.summary() | ({"command_usage": usage} if usage else {}) for v in verdicts]
+                   + [refusal(d, why) for d, why in refused])
     else:
         table = Table(title=f"envevo verify ({env}, oracle ×{repeats}, {wall:.0f} s)")
         extra = [(k, label) for k, label in (("red_team", "red team"), ("mutation", "mutation")) if k in verdicts[0].reports]
@@ -138,6 +153,8 @@ def verify(
             marks += [verifier_mark(v.reports[k]) + (mutation_mark(v.reports[k]) if k == "mutation" else "")
                       for k, _ in extra if k in v.reports]
             table.add_row(v.task, STATUS[v.status], *marks, escape("\n".join(notes)) or "-")
+        for d, why in refused:
+            table.add_row(escape(d.name), REFUSED, *["-"] * (len(cols) - 3), escape(why))
         out.print(table)
         # Notes (an exploit skipped, and why) are the same for every task: said once.
         for note in dict.fromkeys(f"{name}: {n}" for v in verdicts for name, rep in v.reports.items() for n in rep.notes):
@@ -145,4 +162,21 @@ def verify(
         if usage:
             err.print(usage_table(USAGE_TITLE, usage))
         err.print(f"trial logs: {jobs}")
-    raise typer.Exit(0 if all(v.ok for v in verdicts) else 1)
+    # A refused task counts as a failed one (exit 1); all refused is exit 2, above.
+    raise typer.Exit(ExitCode.OK if all(v.ok for v in verdicts) and not refused else ExitCode.FAIL)
+
+
+REFUSED = "[bold red]refused[/]"
+
+
+def refusal(task_dir: Path, reason: str) -> dict:
+    """The --json object of a task refused before any container started (it cannot be loaded or run as given)."""
+    return {"task": task_dir.name, "task_dir": str(task_dir), "status": "refused", "ok": False, "reason": reason}
+
+
+def _print_refused(refused: list[tuple[Path, str]], json_out: bool) -> None:
+    if json_out:
+        print_json([refusal(d, why) for d, why in refused])
+        return
+    for d, why in refused:
+        err.print(f"[bold red]refused:[/] {escape(d.name)}: {escape(why)}", highlight=False, soft_wrap=True)

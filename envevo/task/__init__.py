@@ -5,7 +5,14 @@ split into components, diff, and rewrite images for air-gapped hosts. No Harbor 
 only envevo.runtime talks to Harbor.
 """
 
-from envevo.task._args import existing_task_dirs, first_duplicate, load_task_args, tb1_import_pairs, unique_by_hash
+from envevo.task._args import (
+    existing_task_dirs,
+    first_duplicate,
+    load_task_args,
+    load_task_batch,
+    tb1_import_pairs,
+    unique_by_hash,
+)
 from envevo.task._components import COMPONENTS, Component, check_component, component_of
 from envevo.task._config import CURRENT_SCHEMA_VERSION
 from envevo.task._diff import ComponentDiff, FileChange, TaskDiff, diff_tasks, files_kept
@@ -72,6 +79,7 @@ __all__ = [
     "expand_task_dirs",
     "first_duplicate",
     "load_task_args",
+    "load_task_batch",
     "check_component",
     "HostEnvNeed",
     "host_env_needs",
