@@ -177,7 +177,7 @@ def upgrade(run: o.RunArg) -> None:
 
     with LineageStore.open(run, create=False, hold="envevo lineage upgrade", migrate=True) as store:
         out.print(f"{store.run_dir}: store schema {store.schema_version} (this envevo's: {SCHEMA_VERSION})",
-                  highlight=False)
+                  highlight=False, soft_wrap=True)
 
 
 @lineage_app.command("stats")
