@@ -94,3 +94,13 @@ def test_output_paths_that_cannot_be_written_are_one_line(run, tmp_path, read_on
     _one_line(invoke("evolve", seed, "--run", tmp_path / "afile"), "is a file")
     _one_line(invoke("evolve", seed, "--run", read_only / "run"), "not writable")
     assert os.listdir(read_only) == []
+
+
+def test_seeds_select_no_verify_does_not_ignore_model_silently(tmp_path) -> None:
+    from envevo.cli.main import app as main_app
+
+    (tmp_path / "run").mkdir()
+    res = runner.invoke(main_app, ["seeds", "select", str(tmp_path), "--run", str(tmp_path / "run"), "--no-verify",
+                                   "--model", "openai:gpt-4.1"])
+    assert res.exit_code == 2 and "--model is for the verifiers" in res.output, res.output
+    assert len(res.output.strip().splitlines()) == 1
