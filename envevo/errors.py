@@ -1,15 +1,6 @@
-"""Errors a user can cause. The CLI prints them as one line and exits non-zero, never a traceback."""
+"""Errors a user can cause (the CLI prints them as one line and exits non-zero, never a traceback), and exit codes."""
 
 from enum import IntEnum
-
-
-class ExitCode(IntEnum):
-    OK = 0
-    FAIL = 1
-    USAGE = 2
-    INCONCLUSIVE = 3
-    WEAK = 4
-    ALL_SEEDS_REJECTED = 5
 
 
 class UserError(Exception):
@@ -32,6 +23,8 @@ class CandidateFailed(Exception):
 
 
 class ExitCode(IntEnum):
+    """What a command's exit status says (docs/cli.md has the table)."""
+
     OK = 0
     FAIL = 1
     USAGE = 2

@@ -86,6 +86,30 @@ def require_runs(runs: list[Path]) -> None:
                             "pass the run dir of `envevo evolve --run`")
 
 
+def check_output(path: Path, flag: str, *, folder: bool) -> None:
+    """An output path the command will write (a folder, or a file when not `folder`), checked before any work: one
+    line if it is of the other kind, lies under a file or a missing folder (a file's), or cannot be written."""
+    import os
+
+    path = Path(path).expanduser().absolute()
+    if path.exists() and path.is_dir() != folder:
+        raise UserError(f"{flag} {path} is a {'file' if folder else 'folder'}; give a {'folder' if folder else 'file'} "
+                        "path")
+    if not folder and not path.parent.is_dir():
+        raise UserError(f"{flag} {path}: the folder {path.parent} does not exist; create it, or choose another path")
+    nearest = path if path.exists() else path.parent
+    while not nearest.exists():
+        nearest = nearest.parent
+    if not nearest.is_dir():
+        raise UserError(f"{flag} {path}: {nearest} is a file, not a folder; choose another path")
+    if not os.access(nearest, os.W_OK | os.X_OK):
+        raise UserError(f"{flag} {path}: {nearest} is not writable (read-only or not yours); choose another path")
+
+
+def check_output_dir(path: Path, flag: str) -> None:
+    check_output(path, flag, folder=True)
+
+
 def check_red_team(text: str) -> None:
     """--red-team on, off or sample:N, checked before any work."""
     from envevo.verify import parse_red_team
@@ -115,6 +139,16 @@ def renamed[T](old_value: T | None, new_value: T, old: str, new: str, removed_in
         raise UserError(f"{old} is the old spelling of {new}: give only {new}")
     deprecated_flag(old, new, removed_in)
     return old_value
+
+
+def pass_env(names: list[str], config: Path | None) -> None:
+    """The host variables tasks may read: --pass-env, plus [sandbox] pass_env of envevo.toml (--config, else
+    ./envevo.toml if present). No other reaches a task (envevo.task._host_env)."""
+    from envevo.task import DEFAULT_CONFIG_FILE, pass_env_in_config, pass_host_env
+
+    if config is None and Path(DEFAULT_CONFIG_FILE).is_file():
+        config = Path(DEFAULT_CONFIG_FILE)
+    pass_host_env([*names, *pass_env_in_config(config)])
 
 
 def preflight(env: str) -> None:
@@ -234,6 +268,10 @@ def user_errors(fn=None, *, interrupted: str = INTERRUPTED):
             return fn(*args, **kwargs)
         except UserError as exc:
             fail(str(exc))
+        except OSError as exc:
+            if exc.errno not in _MACHINE_ERRNOS:
+                raise
+            fail(_os_line(exc))
         except KeyboardInterrupt:
             _ignore_further_interrupts()
             _quiet_closed_loop_noise()
@@ -241,6 +279,26 @@ def user_errors(fn=None, *, interrupted: str = INTERRUPTED):
             raise typer.Exit(130) from None
 
     return wrapper
+
+
+def _machine_errnos() -> frozenset[int]:
+    import errno
+
+    return frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EISDIR})
+
+
+#: OSErrors that say what the machine or a path is, not what envevo did wrong: one line, never a traceback.
+_MACHINE_ERRNOS = _machine_errnos()
+
+
+def _os_line(exc: OSError) -> str:
+    import errno
+
+    where = f" {exc.filename}" if exc.filename else ""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (f"the disk is full (writing{where}); what was committed is kept: free space, then run the command "
+                "again (evolve: with --resume)")
+    return f"cannot use{where}: {exc.strerror or exc}; choose another path, or fix the path or its permissions"
 
 
 def _ignore_further_interrupts() -> None:

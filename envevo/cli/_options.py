@@ -29,7 +29,8 @@ MODEL_HELP = ("PROVIDER:NAME, e.g. openai:gpt-4.1, anthropic:claude-sonnet-4-5; 
 # ---- output -------------------------------------------------------------------------------------------
 Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout (progress and notes go to "
                                     "stderr).", rich_help_panel=OUTPUT)]
-Force = Annotated[bool, typer.Option("--force", help="Replace the destination if it already exists.")]
+Force = Annotated[bool, typer.Option("--force", help="Replace the destination if it is a task dir (one with "
+                                                   "task.toml); never another folder.")]
 
 
 def out_option(help: str) -> typer.models.OptionInfo:  # noqa: A002 (typer's own name)
@@ -104,9 +105,13 @@ LearnRubric = Annotated[Path | None, typer.Option("--learn-rubric", help="A rubr
 ImageMapOpt = Annotated[list[str], typer.Option("--image-map", help="Rewrite a base image, e.g. "
                                                 "ubuntu:24.04=registry.local/ubuntu:24.04 (repeatable).",
                                                 rich_help_panel=SANDBOX)]
+PassEnv = Annotated[list[str], typer.Option("--pass-env", metavar="NAME", help="A host variable that tasks may read "
+                                            "through ${NAME} in task.toml (repeatable; also pass_env under [sandbox] "
+                                            "in envevo.toml). Tasks see no other host variable: a task asking for "
+                                            "one is refused before any container starts.", rich_help_panel=SANDBOX)]
 ConfigFile = Annotated[Path | None, typer.Option("--config", help="The project's settings file, envevo.toml: its [llm] "
-                                                 "models and [images] base-image map (default: ./envevo.toml if "
-                                                 "present).")]
+                                                 "models, [images] base-image map and [sandbox] pass_env "
+                                                 "(default: ./envevo.toml if present).")]
 
 # ---- models ---------------------------------------------------------------------------------------------
 Model = Annotated[str | None, typer.Option("--model", help=f"The model: {MODEL_HELP}", rich_help_panel=LLM)]

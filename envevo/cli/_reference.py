@@ -15,6 +15,8 @@ from typing import Any
 
 import typer
 
+from envevo.errors import ExitCode
+
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "cli.md"
 README = ROOT / "README.md"
@@ -73,11 +75,35 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+#: What each exit status says, for every command (`envevo.errors.ExitCode`); a script reads the status, not the text.
+EXIT_MEANINGS: dict[ExitCode, str] = {
+    ExitCode.OK: "Everything asked was done and is ok.",
+    ExitCode.FAIL: "Some task failed: it is wrong or hackable (verify/audit), or was refused in a batch whose other "
+                   "tasks ran (`verify`: a task that cannot be loaded or run as given gets its one-line refusal, "
+                   "status `refused`).",
+    ExitCode.USAGE: "User error, said in one line naming the fix: bad input, a path that does not exist or cannot be "
+                    "written, a damaged or older run store, `--resume` of no run, every task of a batch refused; also "
+                    "a full disk (what was committed is kept: run again, evolve with `--resume`).",
+    ExitCode.INCONCLUSIVE: "No failure, but some verdict is inconclusive: this host could not run it (a machine limit, "
+                           "a host variable not passed with `--pass-env`).",
+    ExitCode.WEAK: "No failure and nothing inconclusive, but some task is weak (its tests miss a near miss).",
+    ExitCode.ALL_SEEDS_REJECTED: "`evolve`: every seed was rejected at the seed gate (or its ξ could not be read); "
+                                 "nothing evolved.",
+}
+
+
+def render_exit_codes() -> list[str]:
+    rows = ["## Exit codes", "", "The same for every command; 130 after Ctrl-C (sandboxes torn down).", "",
+            "| code | meaning |", "|---|---|"]
+    rows += [f"| {int(code)} | {_cell(EXIT_MEANINGS[code])} |" for code in ExitCode]
+    return [*rows, ""]
+
+
 def render_doc(app: typer.Typer) -> str:
     group = typer.main.get_command(app)
     out = ["# Command reference", "",
            "Generated from the commands' own help by `python -m envevo.cli._reference` (`make lint` fails when it is "
-           "stale). `envevo COMMAND --help` prints the same.", ""]
+           "stale). `envevo COMMAND --help` prints the same.", "", *render_exit_codes()]
     for path, cmd in commands(group):
         out += [f"## envevo {' '.join(path)}", "", "```", synopsis(path, cmd), "```", ""]
         out += [p + "\n" for p in _paragraphs(cmd)]

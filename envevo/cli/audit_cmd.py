@@ -22,9 +22,11 @@ from rich.table import Table
 from envevo.cli import _options as o
 from envevo.cli._common import (
     STATUS,
+    check_output,
     check_red_team,
     err,
     out,
+    pass_env,
     preflight,
     print_json,
     progress,
@@ -71,6 +73,7 @@ def audit(
     concurrency: o.Concurrency = o.CONCURRENCY,
     image_map: o.ImageMapOpt = [],  # noqa: B006 (typer copies list defaults)
     config: o.ConfigFile = None,
+    pass_env_names: o.PassEnv = [],  # noqa: B006 (typer copies list defaults)
     model: o.Model = None,
     base_url: o.BaseUrl = None,
     api_key_env: o.ApiKeyEnv = None,
@@ -99,6 +102,7 @@ def audit(
 
     Exit code: 0 every task ok; 1 some task fails; 3 none fails but some verdict is inconclusive (this host could not
     run it); 4 none fails nor is inconclusive but some task is weak (its tests miss a near miss); 2 bad input."""
+    from envevo._home import private_dir
     from envevo.llm import verifiers_with_model
     from envevo.sandbox import runnable_copy
     from envevo.task import load_image_map, load_task_args, unique_by_hash
@@ -111,9 +115,11 @@ def audit(
     runtime = verification_model(config, model, base_url, api_key_env, red_team=red_team, mutation=mutation,
                                  model_mutants=model_mutants)
     out_dir = out_dir.resolve()
+    check_output(out_dir, "--out", folder=True)
     results = out_dir / RESULTS
     if results.is_file() and not resume:
         raise UserError(f"{results} holds an earlier audit: pass --resume to continue it, or choose another --out")
+    pass_env(pass_env_names, config)
     preflight(env)
     from envevo.evolve import scale_out
 
@@ -124,7 +130,7 @@ def audit(
     todo = unique_by_hash(loaded, skip=done)
     if done:
         err.print(f"resuming: {len(loaded) - len(todo)} of {len(loaded)} task(s) already audited in {results}")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(out_dir)  # 0700 when envevo creates it: trial logs hold task output
     jobs = out_dir / "trials"
     verifiers = verifiers_with_model(repeats, red_team=red_team, mutation=mutation, runtime=runtime,
                                      written=model_mutants)

@@ -13,10 +13,13 @@ from rich.table import Table
 from envevo.cli import _options as o
 from envevo.cli._common import (
     REMOVED_IN,
+    check_output_dir,
     check_red_team,
     deprecated_flag,
     err,
+    is_run_dir,
     out,
+    pass_env,
     plain,
     preflight,
     print_json,
@@ -25,7 +28,7 @@ from envevo.cli._common import (
 )
 from envevo.cli._verifier_model import verification_model
 from envevo.cli.verify_cmd import check_mutation
-from envevo.errors import UserError
+from envevo.errors import ExitCode, UserError
 from envevo.evolve import EvolveConfig, Stage
 from envevo.trace import Direction, Effort
 
@@ -113,6 +116,7 @@ def evolve(
     api_key_env: o.ApiKeyEnv = None,
     role_model: o.RoleModel = [],  # noqa: B006 (typer copies list defaults)
     config: o.ConfigFile = None,
+    pass_env_names: o.PassEnv = [],  # noqa: B006 (typer copies list defaults)
     old_llm_config: Annotated[Path | None, o.old_spelling("--llm-config", "--config")] = None,
     max_cost: Annotated[float | None, typer.Option("--max-cost", rich_help_panel=LLM, help="USD per lineage; "
                                                    "reaching it ends the lineage as budget_exhausted (resumable).")] = None,
@@ -141,6 +145,7 @@ def evolve(
     from envevo.evolve import (
         Capability,
         engine_capabilities,
+        is_skipped,
         is_targetable,
         make_engine,
         open_run,
@@ -164,8 +169,13 @@ def evolve(
         raise UserError("evolve writes its lineages to a run: give its dir with --run RUN")
     if retry_skipped and not resume:
         raise UserError("--retry-skipped reopens the skipped seeds of a stored run: add --resume")
+    if resume and not is_run_dir(run_dir):  # a typo must not start a new run of every generation
+        raise UserError(f"--resume: {run_dir} holds no run (no store.sqlite); check the path, or drop --resume to "
+                        "start a new run there")
+    check_output_dir(run_dir, "--run")
     check_red_team(red_team)
     check_mutation(mutation)
+    pass_env(pass_env_names, config)
     preflight(env)
     executor = scale_out(executor_name, ray_address, max_sandboxes, start_rate)
     capabilities = engine_capabilities(engine_name)
@@ -273,8 +283,13 @@ def evolve(
             if lines is not None:
                 lines.flush()
         _print_summary(store, run_dir, json_out)
+        seeded = [lin for lin in store.lineages() if lin.seed_name in names]  # this command's seeds' lineages
     finally:
         store.close()  # lets go of the run dir at once, also when called in-process (tests)
+    if seeded and all(is_skipped(lin) for lin in seeded):
+        err.print("every seed was rejected at the seed gate (or its ξ could not be read): nothing evolved; the reasons "
+                  "are above", highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(ExitCode.ALL_SEEDS_REJECTED)
 
 
 def _print_summary(store, run_dir: Path, json_out: bool) -> None:

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from envevo.cli import _options as o
-from envevo.cli._common import out, print_json, progress, user_errors
+from envevo.cli._common import check_output, out, print_json, progress, user_errors
 from envevo.errors import UserError
 
 IMAGES = "Prebuilt images (--images)"
@@ -35,7 +35,9 @@ def export(
         "--format", help="harbor (a dataset folder for `harbor run -p`), jsonl or parquet (a flat index), rl (tasks/ "
         "plus index.parquet for the trainer adapters).")] = ExportFormat.HARBOR,
     lineage: o.LineageFilter = None,
-    force: Annotated[bool, typer.Option("--force", help="harbor: replace an existing, non-empty dataset folder.")] = False,
+    force: Annotated[bool, typer.Option(
+        "--force", help="harbor/rl: replace a previous export at --out (a folder holding its .envevo-export.json); "
+        "never a run or any other folder.")] = False,
     images: Annotated[bool, typer.Option(
         "--images", help="harbor/rl: build each task's image (and its separate verifier's) and name it as docker_image "
         "in task.toml, for runners that cannot build (verifiers/prime-rl) and nodes that should not.",
@@ -62,6 +64,8 @@ def export(
         raise UserError("--push needs --registry HOST[:PORT]/PREFIX: 'localhost/…' names this host's image store")
     if images and env not in ("podman", "docker"):
         raise UserError(f"--images builds with a local engine: --env podman or docker, not {env!r}")
+    flat_file = format in (ExportFormat.JSONL, ExportFormat.PARQUET) and out_path.suffix == f".{format.value}"
+    check_output(out_path, "--out", folder=not flat_file)
     with LineageStore.open(run, create=False) as store:
         if format is ExportFormat.HARBOR:
             paths = export_harbor(store, out_path, lineage_id=lineage, overwrite=force)

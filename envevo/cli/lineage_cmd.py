@@ -1,4 +1,5 @@
-"""`envevo lineage show|stats`: read a run's lineage store and print its lineages and mutation rates."""
+"""`envevo lineage show|stats|upgrade`: read a run's lineage store and print its lineages and mutation rates; bring
+an older store to this envevo's schema."""
 
 from __future__ import annotations
 
@@ -59,12 +60,15 @@ def lineage_json(store: Any, lineage_id: str) -> dict[str, Any]:
                 "usage": spent.get(v.generation, {}),
             }
         )
+    status, reason = lin.status.value, lin.reason
+    if status == "running" and not store.writer_alive():  # its evolve ended without finishing it (killed, a crash)
+        status, reason = "stopped", "no process is running it (killed or crashed); continue with `envevo evolve --resume`"
     return {
         "id": lin.id,
         "seed": lin.seed_name,
         "seed_hash": lin.seed_hash,
-        "status": lin.status.value,
-        "reason": lin.reason,
+        "status": status,
+        "reason": reason,
         "latest_generation": lin.latest_generation,
         "generations": generations,
         "usage": [t.model_dump(mode="json") for t in store.usage_totals(lineage_id)],
@@ -163,6 +167,17 @@ DRIFT_LEGEND = ("drift seed / parent: 1 − cosine similarity of the instruction
 def mutation_flags(mutated: list[str]) -> str:
     """``['instruction', 'verification']`` -> ``I·V··``."""
     return "".join(letter if name in mutated else "·" for name, letter in MUTATION_FLAGS)
+
+
+@lineage_app.command("upgrade")
+@user_errors(interrupted=INTERRUPTED_NO_SANDBOX)
+def upgrade(run: o.RunArg) -> None:
+    """Bring a run's store to this envevo's schema (read commands leave an older store as it is and refuse it)."""
+    from envevo.store import SCHEMA_VERSION, LineageStore
+
+    with LineageStore.open(run, create=False, hold="envevo lineage upgrade", migrate=True) as store:
+        out.print(f"{store.run_dir}: store schema {store.schema_version} (this envevo's: {SCHEMA_VERSION})",
+                  highlight=False, soft_wrap=True)
 
 
 @lineage_app.command("stats")

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from envevo.cli import _options as o
-from envevo.cli._common import INTERRUPTED_NO_SANDBOX, out, print_json, require_runs, user_errors
+from envevo.cli._common import INTERRUPTED_NO_SANDBOX, check_output, out, print_json, require_runs, user_errors
 
 
 @user_errors(interrupted=INTERRUPTED_NO_SANDBOX)
@@ -23,6 +23,7 @@ def report(
     from envevo.report import build_report
 
     require_runs(runs)
+    check_output(out_file if out_file is not None else runs[0] / "report.html", "--out", folder=False)
     path = build_report(runs, out_file)
     if json_out:
         print_json({"report": str(path.resolve())})

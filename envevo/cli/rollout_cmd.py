@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from envevo.cli import _options as o
-from envevo.cli._common import err, fmt, is_run_dir, out, preflight, print_json, progress, renamed, user_errors
+from envevo.cli._common import err, fmt, is_run_dir, out, pass_env, preflight, print_json, progress, renamed, user_errors
 from envevo.errors import UserError
 
 #: One answer of a rollout agent's model: room for a long reasoning turn and its commands (the LLM engine's roles
@@ -38,6 +38,7 @@ def rollout(
     k: Annotated[int, typer.Option("-k", min=1, help="Rollouts per task.")] = 8,
     env: o.Env = o.ENV,
     concurrency: o.Concurrency = o.CONCURRENCY,
+    pass_env_names: o.PassEnv = [],  # noqa: B006 (typer copies list defaults)
     run_dir: Annotated[Path | None, o.run_option("For task dirs: record their rollouts in this run (created if "
                                                  "missing), so they resume and `seeds select --run` can read them.")
                        ] = None,
@@ -54,6 +55,7 @@ def rollout(
     Turns, tokens and cost of every rollout are recorded in the store. --model takes PROVIDER:NAME (any LiteLLM
     provider; LiteLLM's PROVIDER/NAME is read too). --json prints one list of per-task summaries.
     """
+    from envevo._home import private_dir
     from envevo.llm import litellm_model
     from envevo.rollout import check_agent, dir_targets, is_simulated, parse_agent_kwargs, run_targets
     from envevo.rollout import rollout as run
@@ -71,6 +73,7 @@ def rollout(
     if not is_simulated(agent):  # a model that never stops is cut here, as the LLM engine's roles are
         agent_kwargs = with_output_cap(agent, agent_kwargs, max_output_tokens)
     check_agent(agent, model, agent_kwargs)
+    pass_env(pass_env_names, None)
     preflight(env)
     from envevo.evolve import scale_out
 
@@ -79,13 +82,13 @@ def rollout(
     if is_run and run_dir is not None:
         raise UserError("--run is for task dirs; a RUN dir given as the target records rollouts in its own store")
     store_path = targets[0] if is_run else run_dir
-    store = LineageStore.open(store_path, create=not is_run) if store_path is not None else None
+    store = LineageStore.open(store_path, create=not is_run, migrate=True) if store_path is not None else None
     try:
         tasks = run_targets(store) if is_run else dir_targets(expand_task_dirs(targets))
         if not tasks:
             raise UserError("no tasks to roll out (a RUN needs verified versions)")
         base = store.run_dir if store is not None else Path("jobs")
-        trials = (base / "rollouts" / f"{datetime.now():%Y%m%d-%H%M%S}").resolve()
+        trials = private_dir((base / "rollouts" / f"{datetime.now():%Y%m%d-%H%M%S}").resolve())  # 0700: trial logs
         with progress(f"rollouts of {agent} ({len(tasks)} task(s) × {k})", len(tasks) * k) as advance:
             summaries = asyncio.run(run(tasks, agent, model, k, env=env, concurrency=concurrency, trials_dir=trials,
                                         store=store, agent_kwargs=agent_kwargs, on_trial=lambda t, r: advance(

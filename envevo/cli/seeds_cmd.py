@@ -18,6 +18,7 @@ from envevo.cli._common import (
     err,
     fmt,
     out,
+    pass_env,
     print_json,
     renamed,
     sub_app,
@@ -51,6 +52,7 @@ def select(
     red_team: o.RedTeam = o.RED_TEAM,
     mutation: o.Mutation = o.MUTATION,
     config: o.ConfigFile = None,
+    pass_env_names: o.PassEnv = [],  # noqa: B006 (typer copies list defaults)
     model: o.Model = None,
     base_url: o.BaseUrl = None,
     api_key_env: o.ApiKeyEnv = None,
@@ -76,7 +78,13 @@ def select(
     check_red_team(red_team)
     check_mutation(mutation)
     runtime = None
+    unused = [flag for flag, given in (("--model", model), ("--base-url", base_url), ("--api-key-env", api_key_env),
+                                       ("--model-mutants", model_mutants)) if given]
+    if not verify and unused:
+        raise UserError(f"{', '.join(unused)} {'is' if len(unused) == 1 else 'are'} for the verifiers, and --no-verify "
+                        "runs none: drop it, or verify")
     if verify:  # only the verifiers start sandboxes (and ask a model) here
+        pass_env(pass_env_names, config)
         scale_out(executor_name, ray_address, max_sandboxes, start_rate, trials=True)
         runtime = verification_model(config, model, base_url, api_key_env, red_team=red_team, mutation=mutation,
                                      model_mutants=model_mutants)

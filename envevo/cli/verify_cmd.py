@@ -16,9 +16,11 @@ from rich.table import Table
 from envevo.cli import _options as o
 from envevo.cli._common import (
     STATUS,
+    check_output,
     check_red_team,
     err,
     out,
+    pass_env,
     preflight,
     print_json,
     progress,
@@ -28,7 +30,7 @@ from envevo.cli._common import (
     verifier_mark,
 )
 from envevo.cli._verifier_model import USAGE_TITLE, model_usage, verification_model
-from envevo.errors import UserError
+from envevo.errors import ExitCode, UserError
 
 
 def check_mutation(text: str) -> None:
@@ -57,6 +59,7 @@ def verify(
     concurrency: o.Concurrency = o.CONCURRENCY,
     image_map: o.ImageMapOpt = [],  # noqa: B006 (typer copies list defaults)
     config: o.ConfigFile = None,
+    pass_env_names: o.PassEnv = [],  # noqa: B006 (typer copies list defaults)
     jobs_dir: Annotated[Path | None, typer.Option("--jobs-dir", help="Where trial logs go (default: "
                                                   "./jobs/verify-<time>).")] = None,
     red_team: o.RedTeam = o.RED_TEAM,
@@ -81,31 +84,47 @@ def verify(
     the tests let through; equivalent: those that end as the solution does).
 
     Exit code: 0 every task ok; 1 some task fails; 3 none fails but some verdict is inconclusive (this host could not
-    run it); 4 none fails nor is inconclusive but some task is weak (its tests miss a near miss); 2 bad input."""
+    run it); 4 none fails nor is inconclusive but some task is weak (its tests miss a near miss); 2 bad input (a task refused before any container starts counts as
+    a failed one; all refused is 2)."""
+    from envevo.task import first_duplicate, load_image_map, load_task_batch
+
+    # Each task loaded (and validated) on its own, before any container starts and before the heavy imports: a path
+    # that does not exist is said at once; a task refused here gets its one line in the results, the others run.
+    loaded, refused = load_task_batch(tasks)
+    from envevo._home import private_dir
     from envevo.llm import verifiers_with_model
     from envevo.sandbox import runnable_copy
-    from envevo.task import first_duplicate, load_image_map, load_task_args
     from envevo.verify import mutation_strict, trial_line, unmet_on_host, verify_tasks
 
     check_red_team(red_team)
     check_mutation(mutation)
+    if jobs_dir is not None:
+        check_output(jobs_dir, "--jobs-dir", folder=True)
     runtime = verification_model(config, model, base_url, api_key_env, red_team=red_team, mutation=mutation,
                                  model_mutants=model_mutants)
+    pass_env(pass_env_names, config)
     preflight(env)
     from envevo.evolve import scale_out
 
     scale_out(executor_name, ray_address, max_sandboxes, start_rate, trials=True)
     mapping = load_image_map(image_map, config)
-    loaded = load_task_args(tasks)  # every task is validated before any container starts
     dup = first_duplicate([t.name for t in loaded])
     if dup:
         raise UserError(f"two tasks are named {dup!r}; verify them in separate runs")
     jobs = (jobs_dir or Path("jobs") / f"verify-{datetime.now():%Y%m%d-%H%M%S}").resolve()
-    jobs.mkdir(parents=True, exist_ok=True)
+    private_dir(jobs)  # 0700 when envevo creates it: trial logs hold task output
     # TB1 tasks and image maps need a converted copy; Harbor tasks without a map run in place.
     # Local engines: digest-pinned / mirror-prefixed references go to local stand-ins, each stated.
-    prepared = {t.name: runnable_copy(t, env, mapping, jobs / "_tasks") for t in loaded}
+    prepared = {}
+    for t in loaded:
+        try:
+            prepared[t.name] = runnable_copy(t, env, mapping, jobs / "_tasks")
+        except UserError as exc:
+            refused.append((t.source or Path(t.name), str(exc)))
     runnable = [(name, task_dir) for name, (task_dir, _) in prepared.items()]
+    if not runnable:
+        _print_refused(refused, json_out)
+        raise typer.Exit(ExitCode.USAGE)  # nothing could be verified
 
     verifiers = verifiers_with_model(repeats, red_team=red_team, mutation=mutation, runtime=runtime,
                                      learn_rubric=learn_rubric, written=model_mutants)
@@ -130,7 +149,8 @@ def verify(
     usage = model_usage(runtime)
     if json_out:
         # One object per task; the model's usage, which is the whole command's, rides on each as `command_usage`.
-        print_json([v.summary() | ({"command_usage": usage} if usage else {}) for v in verdicts])
+        print_json([v.summary() | ({"command_usage": usage} if usage else {}) for v in verdicts]
+                   + [refusal(d, why) for d, why in refused])
     else:
         table = Table(title=f"envevo verify ({env}, oracle ×{repeats}, {wall:.0f} s)")
         extra = [(k, label) for k, label in (("red_team", "red team"), ("mutation", "mutation")) if k in verdicts[0].reports]
@@ -143,6 +163,8 @@ def verify(
             marks += [verifier_mark(v.reports[k], v.strict) + (mutation_mark(v.reports[k]) if k == "mutation" else "")
                       for k, _ in extra if k in v.reports]
             table.add_row(v.task, STATUS[v.status], *marks, escape("\n".join(notes)) or "-")
+        for d, why in refused:
+            table.add_row(escape(d.name), REFUSED, *["-"] * (len(cols) - 3), escape(why))
         out.print(table)
         # A note every task has (an exploit skipped, and why) is said once; one of a task's own (an equivalent
         # mutant) names the task.
@@ -158,4 +180,21 @@ def verify(
         err.print(f"trial logs: {jobs}")
         counts = Counter(v.status for v in verdicts)
         err.print(", ".join(f"{counts[s]} {s}" for s in ("ok", "weak", "inconclusive", "fail") if counts[s]))
-    raise typer.Exit(verdicts_exit_code(v.status for v in verdicts))
+    # A refused task counts as a failed one (exit 1); all refused is exit 2, above.
+    raise typer.Exit(verdicts_exit_code([v.status for v in verdicts] + ["fail"] * len(refused)))
+
+
+REFUSED = "[bold red]refused[/]"
+
+
+def refusal(task_dir: Path, reason: str) -> dict:
+    """The --json object of a task refused before any container started (it cannot be loaded or run as given)."""
+    return {"task": task_dir.name, "task_dir": str(task_dir), "status": "refused", "ok": False, "reason": reason}
+
+
+def _print_refused(refused: list[tuple[Path, str]], json_out: bool) -> None:
+    if json_out:
+        print_json([refusal(d, why) for d, why in refused])
+        return
+    for d, why in refused:
+        err.print(f"[bold red]refused:[/] {escape(d.name)}: {escape(why)}", highlight=False, soft_wrap=True)

@@ -53,8 +53,9 @@ def seed_pool(tasks: list[Path], out_dir: Path, per_category: int, *, categories
     if out_dir.exists() and any(out_dir.iterdir()):
         if not overwrite:
             raise UserError(f"{out_dir} exists and is not empty; choose another --out or pass --force")
-        if not (out_dir / POOL_FILE).is_file():
-            raise UserError(f"{out_dir} is not empty and holds no {POOL_FILE}; --force replaces only a pool")
+        from envevo.store import check_replaceable
+
+        check_replaceable(out_dir, marker=POOL_FILE, what="seed pool")
     by_category, duplicates = categorize(tasks)
     if not by_category:
         raise UserError("no task dirs found among the arguments; pass task dirs or folders of them")

@@ -20,7 +20,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from envevo.errors import TaskError
 from envevo.runtime._envs import resolve_env
+from envevo.task import host_env_resolved
 
 
 class SessionResult(BaseModel):
@@ -112,9 +114,11 @@ async def open_session(task_dir: Path, env: str = "podman", *, upload: Mapping[s
     if not (task_dir / "task.toml").is_file():
         raise SessionError(f"{task_dir} is not a Harbor task dir (no task.toml)")
     workdir = Path(logs_dir) if logs_dir else Path(tempfile.mkdtemp(prefix="envevo-session-"))
+    resolved = workdir / ".host-env"  # no host variable reaches Harbor unless passed (envevo.task._host_env)
     try:
-        environment = _environment(task_dir, env, workdir, network)
-    except (FileNotFoundError, ValueError, ImportError) as exc:
+        environment = _environment(host_env_resolved(task_dir, resolved), env, workdir, network)
+    except (FileNotFoundError, ValueError, ImportError, TaskError) as exc:
+        shutil.rmtree(resolved, ignore_errors=True)
         if logs_dir is None:
             shutil.rmtree(workdir, ignore_errors=True)
         # An environment whose SDK is not installed: Harbor's message says which extra to install, over lines.
@@ -136,5 +140,6 @@ async def open_session(task_dir: Path, env: str = "podman", *, upload: Mapping[s
         yield session
     finally:
         await asyncio.shield(environment.stop(delete=True))
+        shutil.rmtree(resolved, ignore_errors=True)
         if logs_dir is None:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -17,6 +17,7 @@ from envevo.runtime._harbor import (
     TrialConfig,
     TrialResult,
 )
+from envevo.runtime._host_env import host_env_guarded
 from envevo.runtime._image_cache import ImageCache
 from envevo.runtime._outcome import ErrorKind, PhaseTimings, TrialOutcome, TrialSpec
 from envevo.runtime._quota import backoff, is_provider_error, provider_wait
@@ -301,6 +302,7 @@ def _logs_unread_after_agent(trial: Trial, paths) -> list[str]:
     return [str(d) for d in logs if not any(s == d or s in d.parents or d in s.parents for s in sources)]
 
 
+@host_env_guarded
 async def run_trial(spec: TrialSpec) -> TrialOutcome:
     """Run one trial to completion. Failures of the task or agent become an ErrorKind, not an exception."""
     try:

@@ -32,7 +32,7 @@ def export_rl(
     `extra_info` {index, env_id, lineage, generation, task_dir}, the struct verl copies into every rollout so
     results map back to environments.
     """
-    from envevo.store import StoreError, export_harbor, flat_rows
+    from envevo.store import EXPORT_MARKER, StoreError, check_replaceable, export_harbor, flat_rows, write_marker
 
     try:
         import pyarrow as pa
@@ -41,7 +41,10 @@ def export_rl(
         raise StoreError("the rl export needs pyarrow: run `pip install pyarrow`") from None
     out = Path(out_dir).expanduser().absolute()
     if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise StoreError(f"cannot export to {out}: it exists and is not empty; choose a new path or pass --force")
+        raise StoreError(f"cannot export to {out}: it exists and is not empty; choose a new path or pass --force "
+                         "(which replaces only a previous export)")
+    if overwrite:
+        check_replaceable(out, marker=EXPORT_MARKER, what="envevo export")
     paths = export_harbor(store, out / "tasks", lineage_id=lineage_id, overwrite=overwrite)
     rows = flat_rows(store, lineage_id)
     task_dirs = [str(out / "tasks" / r["export_name"]) for r in rows]
@@ -66,4 +69,5 @@ def export_rl(
     tmp = index.with_suffix(".parquet.tmp")
     pq.write_table(table, tmp)
     os.replace(tmp, index)  # the index appears whole or not at all
+    write_marker(out, EXPORT_MARKER, format="rl", run=str(store.run_dir))
     return paths, index

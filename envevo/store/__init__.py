@@ -27,11 +27,13 @@ from envevo.store._models import (
     Version,
     VersionCommit,
 )
+from envevo.store._overwrite import EXPORT_MARKER, check_replaceable, run_store_under, write_marker
 from envevo.store._paths import RunPaths
 from envevo.store._schema import SCHEMA_VERSION
 from envevo.store._store import LineageStore
 
 __all__ = [
+    "EXPORT_MARKER",
     "FLAT_COLUMNS",
     "SCHEMA_VERSION",
     "Candidate",
@@ -50,11 +52,14 @@ __all__ = [
     "Verification",
     "Version",
     "VersionCommit",
+    "check_replaceable",
     "export_flat",
     "export_harbor",
     "export_name",
     "flat_path",
     "flat_rows",
+    "run_store_under",
     "slugify",
     "version_fields",
+    "write_marker",
 ]

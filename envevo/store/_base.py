@@ -19,7 +19,7 @@ from envevo.task import Task
 class StoreBase:
     def __init__(self, paths: RunPaths, conn: sqlite3.Connection, *, durable: bool = True) -> None:
         self.paths = paths
-        self._db = Database(conn)
+        self._db = Database(conn, paths.db)
         self._blobs = TaskBlobs(paths, durable=durable)
         # (lineage, generation) -> the try this store instance opened for it
         self._tries: dict[tuple[str, int], int] = {}

@@ -24,11 +24,21 @@ BUSY_TIMEOUT_S = 60.0
 
 
 class Database:
-    """The store's index: one connection, used by one thread at a time."""
+    """The store's index: one connection, used by one thread at a time. SQLite's own failures (a file damaged
+    mid-way, a missing table, a full disk) become one-line :class:`StoreError`s naming the file."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, path: Path | None = None) -> None:
         self.conn = conn
+        self.path = path
         self.lock = threading.RLock()
+
+    def damaged(self, e: sqlite3.Error) -> StoreError:
+        where = self.path or "the run store"
+        if "full" in str(e):
+            return StoreError(f"{where}: the disk is full ({e}); nothing half-written was kept: free space, then run "
+                              "the command again (evolve: with --resume)")
+        return StoreError(f"{where} cannot be read ({e}): it is damaged or incomplete; restore it from a copy, or "
+                          "start a new run")
 
     def close(self) -> None:
         with self.lock:
@@ -38,14 +48,20 @@ class Database:
     def tx(self) -> Iterator[sqlite3.Connection]:
         """One short write transaction. BEGIN IMMEDIATE takes the write lock up front (no upgrade deadlocks)."""
         with self.lock:
-            self.conn.execute("BEGIN IMMEDIATE")
             try:
-                yield self.conn
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
-            else:
-                self.conn.execute("COMMIT")
+                self.conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self.conn
+                except BaseException:
+                    if self.conn.in_transaction:
+                        self.conn.execute("ROLLBACK")
+                    raise
+                else:
+                    self.conn.execute("COMMIT")
+            except sqlite3.Error as e:
+                if isinstance(e, sqlite3.IntegrityError):  # a conflict the callers name themselves
+                    raise
+                raise self.damaged(e) from e
 
     def insert(self, sql: str, params: Sequence[Any], *, missing: str | None = None) -> int:
         """One ``INSERT … RETURNING id`` in its own transaction; with ``missing``, a row it refers to that does not
@@ -60,7 +76,10 @@ class Database:
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         with self.lock:
-            return self.conn.execute(sql, params).fetchall()
+            try:
+                return self.conn.execute(sql, params).fetchall()
+            except sqlite3.Error as e:
+                raise self.damaged(e) from e
 
     @property
     def schema_version(self) -> int:
@@ -75,12 +94,15 @@ class Database:
         return found + [f"foreign key: {tuple(r)}" for r in fk]
 
 
-def connect(path: Path, *, create: bool, durable: bool) -> sqlite3.Connection:
-    """Connect, switch to WAL, set durability, and migrate to the current schema.
+def connect(path: Path, *, create: bool, durable: bool, migrate: bool = True) -> sqlite3.Connection:
+    """Connect, switch to WAL, set durability, and migrate to the current schema (``migrate``; a reader leaves an
+    older store as it is and refuses it, naming the command that upgrades it).
 
     ``durable`` selects ``synchronous=FULL`` (a commit survives power loss) over ``NORMAL`` (it survives
     kill -9). A file that is not an envevo store, or one from a newer envevo, is a :class:`StoreError`.
     """
+    if not create and path.is_file() and path.stat().st_size == 0:  # opening it would write a header into it
+        raise StoreError(f"{path} is empty, not an envevo store; pass the run dir of `envevo evolve --run`")
     mode = "rwc" if create else "rw"
     try:
         conn = sqlite3.connect(
@@ -102,7 +124,7 @@ def connect(path: Path, *, create: bool, durable: bool) -> sqlite3.Connection:
             )
         conn.execute("PRAGMA synchronous = FULL" if durable else "PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
-        _migrate(conn, path, create=create)
+        _migrate(conn, path, create=create, migrate=migrate)
     except sqlite3.DatabaseError as e:
         conn.close()
         raise StoreError(
@@ -132,7 +154,7 @@ def _enable_wal(conn: sqlite3.Connection) -> str:
             delay = min(delay * 2, 0.2)
 
 
-def _migrate(conn: sqlite3.Connection, db: Path, *, create: bool) -> None:
+def _migrate(conn: sqlite3.Connection, db: Path, *, create: bool, migrate: bool = True) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -148,6 +170,9 @@ def _migrate(conn: sqlite3.Connection, db: Path, *, create: bool) -> None:
             raise StoreError(
                 f"{db} was written by a newer envevo (store schema {current}, this one reads up to {SCHEMA_VERSION}); upgrade envevo"
             )
+        if current < SCHEMA_VERSION and current and not migrate:
+            raise StoreError(f"{db} is at store schema {current}, older than this envevo's {SCHEMA_VERSION}; a read "
+                             f"leaves it as it is: upgrade it once with `envevo lineage upgrade {db.parent}`")
         for version, statements in MIGRATIONS:
             if version > current:
                 for stmt in statements:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from envevo.store._models import StoreError, Version
+from envevo.store._overwrite import EXPORT_MARKER, check_replaceable, write_marker
 from envevo.store._store import LineageStore
 
 FlatFormat = Literal["jsonl", "parquet"]
@@ -120,7 +121,10 @@ def export_harbor(
     if out.exists() and not out.is_dir():
         raise StoreError(f"cannot export to {out}: a file is in the way; choose a directory path")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise StoreError(f"cannot export to {out}: it exists and is not empty; choose a new path or remove it")
+        raise StoreError(f"cannot export to {out}: it exists and is not empty; choose a new path or pass --force "
+                         "(which replaces only a previous export)")
+    if overwrite:
+        check_replaceable(out, marker=EXPORT_MARKER, what="envevo export")
     lineages = {lin.id: lin for lin in store.lineages()}
     if lineage_id is not None:
         store.lineage(lineage_id)
@@ -149,6 +153,7 @@ def export_harbor(
             task.update_envevo_metadata(lineage=origin)
             save(task, tmp / name)
             written.append(out / name)
+        write_marker(tmp, EXPORT_MARKER, format="harbor", run=str(store.run_dir))
         os.chmod(tmp, 0o755)
         replace_dir(tmp, out)
     except BaseException:

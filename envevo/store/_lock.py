@@ -63,3 +63,19 @@ def _holder(path: Path) -> tuple[str, int | None]:
             return what or "another process", int(pid)
         time.sleep(0.05)
     return "another process", None
+
+
+def is_held(path: Path) -> bool:
+    """Whether a live process holds the run's lock (a lineage stored as running whose writer was killed is not
+    running). Read-only: opens nothing for writing, creates nothing."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops the probe's shared lock
+    return False

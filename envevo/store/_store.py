@@ -26,10 +26,11 @@ import os
 from itertools import pairwise
 from pathlib import Path
 
+from envevo._home import private_dir
 from envevo.errors import TaskError
 from envevo.store._accounting import Accounting
 from envevo.store._db import connect
-from envevo.store._lock import RunLock
+from envevo.store._lock import RunLock, is_held
 from envevo.store._models import StoreError
 from envevo.store._paths import RunPaths
 from envevo.store._versions import Versions
@@ -43,13 +44,14 @@ class LineageStore(Versions, Accounting):
 
     @classmethod
     def open(cls, run_dir: str | os.PathLike[str], *, create: bool = True, durable: bool = True,
-             hold: str | None = None) -> LineageStore:
+             hold: str | None = None, migrate: bool | None = None) -> LineageStore:
         """Open the store of ``run_dir``; with ``create`` make the directory and store when missing.
 
         ``durable=False`` skips fsyncs (tests, scratch runs): still consistent after kill -9, not after
         power loss. ``hold`` (the command, e.g. "envevo evolve") makes this process the run's one writer until
         :meth:`close`, before anything is read or written; another holder makes it refuse, naming that one's PID.
-        Readers (``lineage show``, ``report``) do not hold.
+        Readers (``lineage show``, ``report``) do not hold, and leave a store at an older schema as it is (refused,
+        naming `envevo lineage upgrade`); ``migrate`` says otherwise (default: a creator or holder migrates).
         """
         paths = RunPaths(run_dir=Path(run_dir).expanduser().absolute())
         root = paths.run_dir
@@ -66,14 +68,15 @@ class LineageStore(Versions, Accounting):
                 )
         else:
             try:
-                root.mkdir(parents=True, exist_ok=True)
+                private_dir(root)  # 0700: task output and trial logs live under it
             except OSError as e:
                 raise StoreError(
                     f"cannot create run directory {root}: {e.strerror or e}; check the path and permissions"
                 ) from e
         lock = RunLock.acquire(paths.lock, hold) if hold else None
         try:
-            store = cls(paths, connect(paths.db, create=create, durable=durable), durable=durable)
+            upgrade = create or hold is not None if migrate is None else migrate
+            store = cls(paths, connect(paths.db, create=create, durable=durable, migrate=upgrade), durable=durable)
         except BaseException:
             if lock:
                 lock.release()
@@ -92,6 +95,10 @@ class LineageStore(Versions, Accounting):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def writer_alive(self) -> bool:
+        """Whether an `envevo evolve` (or another holder) is writing this run now; this store's own hold counts."""
+        return self._lock is not None or is_held(self.paths.lock)
 
     @property
     def schema_version(self) -> int:

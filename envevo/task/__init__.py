@@ -5,14 +5,33 @@ split into components, diff, and rewrite images for air-gapped hosts. No Harbor 
 only envevo.runtime talks to Harbor.
 """
 
-from envevo.task._args import existing_task_dirs, first_duplicate, load_task_args, tb1_import_pairs, unique_by_hash
+from envevo.task._args import (
+    existing_task_dirs,
+    first_duplicate,
+    load_task_args,
+    load_task_batch,
+    tb1_import_pairs,
+    unique_by_hash,
+)
 from envevo.task._components import COMPONENTS, Component, check_component, component_of
 from envevo.task._config import CURRENT_SCHEMA_VERSION
 from envevo.task._diff import ComponentDiff, FileChange, TaskDiff, diff_tasks, files_kept
 from envevo.task._files import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_TOTAL_BYTES, TaskFile, safe_relpath
 from envevo.task._heredoc import find_heredocs, rewrite_heredocs
-from envevo.task._host_env import HostEnvNeed, host_env_needs
+from envevo.task._host_env import (
+    PASS_ENV_VAR,
+    HostEnvNeed,
+    host_env_needs,
+    host_env_refs,
+    host_env_refusal,
+    host_env_resolved,
+    pass_env_in_config,
+    pass_host_env,
+    passed_names,
+    resolve_host_env,
+)
 from envevo.task._images import (
+    DEFAULT_CONFIG_FILE,
     ImageMap,
     canonical_image,
     expand_image_args,
@@ -41,8 +60,10 @@ from envevo.task._load import (
 from envevo.task._model import Task
 
 __all__ = [
+    "PASS_ENV_VAR",
     "COMPONENTS",
     "CURRENT_SCHEMA_VERSION",
+    "DEFAULT_CONFIG_FILE",
     "DEFAULT_MAX_FILE_BYTES",
     "DEFAULT_MAX_TOTAL_BYTES",
     "Component",
@@ -58,9 +79,17 @@ __all__ = [
     "expand_task_dirs",
     "first_duplicate",
     "load_task_args",
+    "load_task_batch",
     "check_component",
     "HostEnvNeed",
     "host_env_needs",
+    "host_env_refs",
+    "host_env_refusal",
+    "host_env_resolved",
+    "pass_env_in_config",
+    "pass_host_env",
+    "passed_names",
+    "resolve_host_env",
     "find_heredocs",
     "rewrite_heredocs",
     "rewrite_task_heredocs",

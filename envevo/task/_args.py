@@ -16,7 +16,7 @@ def existing_task_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     given = [Path(p) for p in paths]
     missing = [p for p in given if not p.exists()]
     if missing:
-        raise TaskError(f"task path {missing[0]} does not exist")
+        raise TaskError(f"task path {missing[0]} does not exist; check the spelling")
     return expand_task_dirs(given)
 
 
@@ -24,6 +24,20 @@ def load_task_args(paths: Iterable[str | os.PathLike[str]]) -> list[Task]:
     """Every task the arguments name (dataset folders stand for their tasks), all loaded, so every task is
     validated before any container starts."""
     return [load_task(p) for p in expand_task_dirs(paths)]
+
+
+def load_task_batch(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Task], list[tuple[Path, str]]]:
+    """Every task the arguments name, each loaded on its own: a batch never stops for one task. Returns the tasks that
+    load and, for each one that does not, (its dir, the one-line reason). An argument that does not exist is a
+    TaskError at once (a typo, said before any work)."""
+    loaded: list[Task] = []
+    refused: list[tuple[Path, str]] = []
+    for d in existing_task_dirs(paths):
+        try:
+            loaded.append(load_task(d))
+        except TaskError as e:
+            refused.append((d, str(e)))
+    return loaded, refused
 
 
 def first_duplicate(names: Sequence[str]) -> str | None:

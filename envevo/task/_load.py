@@ -119,8 +119,13 @@ def save(task: Task, dest: str | os.PathLike[str], *, overwrite: bool = False, v
     dest = Path(dest).absolute()
     if dest.exists() and not dest.is_dir():
         raise TaskError(f"cannot save task to {dest}: a file is in the way; choose a directory path")
-    if dest.is_dir() and any(dest.iterdir()) and not overwrite:
-        raise TaskError(f"cannot save task to {dest}: it already exists and is not empty; choose a new path or remove it")
+    if dest.is_dir() and any(dest.iterdir()):
+        if not overwrite:
+            raise TaskError(f"cannot save task to {dest}: it already exists and is not empty; choose a new path or "
+                            "remove it")
+        if dest.is_symlink() or not any((dest / n).is_file() for n in (CONFIG_FILE, "task.yaml")):  # a task only
+            raise TaskError(f"refusing to replace {dest}: it is not empty and is not a task dir (no {CONFIG_FILE}); "
+                            "--force replaces only a task; choose a new or empty path")
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
     try:

@@ -50,8 +50,8 @@ def _check_unchanged(before: dict[Path, str]) -> None:
 
 
 def unmet_on_host(task_dir: Path) -> Unmet | None:
-    """What this host lacks to run `task_dir`'s trials at all: host variables its ``${VAR}`` templates name (Harbor
-    would fail those trials, and a failed oracle would blame the task)."""
+    """What keeps `task_dir`'s trials from running at all: host variables its ``${VAR}`` templates name that the user
+    did not pass with --pass-env (the runtime refuses those trials; a failed oracle would blame the task)."""
     try:
         config = tomllib.loads((task_dir / "task.toml").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):

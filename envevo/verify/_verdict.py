@@ -116,8 +116,8 @@ def _from_reason(source: str, reason: str) -> Finding:
 
 
 class Unmet(BaseModel):
-    """What this host lacks for the task to be verified at all (a host variable its ``${VAR}`` templates name). No trial
-    ran: the verdict is inconclusive, never a fail against the task."""
+    """What keeps the task from being verified at all: a host variable its ``${VAR}`` templates name that the user did
+    not pass (or passed but this host lacks). No trial ran: the verdict is inconclusive, never a fail."""
 
     needs: list[HostEnvNeed]
 
@@ -129,8 +129,13 @@ class Unmet(BaseModel):
 
     @property
     def fix(self) -> str:
-        names = " ".join(f"{v}=…" for v in dict.fromkeys(n.var for n in self.needs))
-        return f"export {names} on this host, then verify again"
+        """What the user does: pass the variable (tasks see none of the host's unless passed), or set one passed."""
+        unset = list(dict.fromkeys(n.var for n in self.needs if n.passed))
+        if unset:
+            return f"export {' '.join(f'{v}=…' for v in unset)} on this host, then verify again"
+        names = dict.fromkeys(n.var for n in self.needs)
+        return (" ".join(f"--pass-env {v}" for v in names) + " (tasks see no host variable unless passed; or "
+                "pass_env under [sandbox] in envevo.toml)")
 
 
 class Verdict(BaseModel):

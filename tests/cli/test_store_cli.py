@@ -173,7 +173,7 @@ def test_export_harbor(run: Path, tmp_path: Path) -> None:
     again = invoke("export", run, "--out", tmp_path / "ds")
     assert again.exit_code == 2 and "not empty" in again.output
     assert invoke("export", run, "--out", tmp_path / "ds", "--force", "--lineage", "alpha").exit_code == 0
-    assert len(list((tmp_path / "ds").iterdir())) == 3
+    assert len([p for p in (tmp_path / "ds").iterdir() if p.is_dir()]) == 3
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])

@@ -68,7 +68,7 @@ def test_an_existing_out_dir_is_replaced_only_when_it_is_a_pool(candidates: Path
     assert seed_pool([candidates], tmp_path / "p", 1, seed=1, overwrite=True)["size"] == 3
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "keep.txt").write_text("mine")
-    with pytest.raises(UserError, match="replaces only a pool"):
+    with pytest.raises(UserError, match="not a previous seed pool"):
         seed_pool([candidates], tmp_path / "other", 1, overwrite=True)
     assert (tmp_path / "other" / "keep.txt").read_text() == "mine"
 

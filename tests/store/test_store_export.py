@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from envevo.errors import UserError
-from envevo.store import FLAT_COLUMNS, LineageStore, export_flat, export_harbor
+from envevo.store import EXPORT_MARKER, FLAT_COLUMNS, LineageStore, export_flat, export_harbor
 from envevo.task import load_task, looks_like_task
 from tests.store.test_store_support import difficulty_of, tiny_task, trace_of
 
@@ -41,7 +41,7 @@ def store(tmp_path: Path):
 def test_harbor_export_one_loadable_task_per_version(store: LineageStore, tmp_path: Path) -> None:
     out = tmp_path / "dataset"
     written = export_harbor(store, out)
-    names = sorted(p.name for p in out.iterdir())
+    names = sorted(p.name for p in out.iterdir() if p.is_dir())
     assert names == ["alpha__g00", "alpha__g01", "alpha__g02", "alpha__g03", "beta__g00", "beta__g01"]
     assert sorted(p.name for p in written) == names
     task_names = set()
@@ -58,7 +58,8 @@ def test_harbor_export_one_loadable_task_per_version(store: LineageStore, tmp_pa
         task_names.add(task.name)
     assert len(task_names) == 6  # harbor and `envevo verify` need unique task names
     assert load_task(out / "alpha__g02").name == "envevo-tests/alpha__g02"
-    assert not [p for p in out.iterdir() if p.name.startswith(".") or not p.is_dir()]  # tasks only
+    # tasks only, and the marker that lets a later --force replace this export (and nothing else)
+    assert not [p for p in out.iterdir() if p.name != EXPORT_MARKER and (p.name.startswith(".") or not p.is_dir())]
 
 
 def test_harbor_export_refuses_to_clobber_and_can_filter(store: LineageStore, tmp_path: Path) -> None:
@@ -68,8 +69,13 @@ def test_harbor_export_refuses_to_clobber_and_can_filter(store: LineageStore, tm
     with pytest.raises(UserError, match="not empty"):
         export_harbor(store, out)
     assert (out / "keep.txt").read_text() == "mine"
+    with pytest.raises(UserError, match="not a previous envevo export"):
+        export_harbor(store, out, overwrite=True)  # --force replaces only what export wrote
+    assert (out / "keep.txt").read_text() == "mine"
+    out = tmp_path / "dataset2"
+    export_harbor(store, out)
     export_harbor(store, out, lineage_id="beta", overwrite=True)
-    assert sorted(p.name for p in out.iterdir()) == ["beta__g00", "beta__g01"]
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["beta__g00", "beta__g01"]
     with pytest.raises(UserError, match="no lineage 'gamma'"):
         export_harbor(store, tmp_path / "other", lineage_id="gamma")
     assert not (tmp_path / "other").exists()

@@ -32,7 +32,7 @@ def test_registry_is_lazy_and_complete():
     assert exploit_names() == ["reward_forgery", "runner_hijack", "tool_shadowing", "output_guessing", "peeking",
                                "llm_hacker", *HOST_EXPLOITS[:1], "verifier_code_reward", "forged_evidence",
                                "detached_daemon", "shared_compose", *HOST_EXPLOITS[1:], *GRADER_EXPLOITS,
-                               *VERIFIER_SIDE_EXPLOITS, *PROBES]
+                               *VERIFIER_SIDE_EXPLOITS, *PROBES, "host_env"]
     assert all(":" in target for target in EXPLOITS.values())
     assert EXPLOITS["llm_hacker"] == "envevo.llm:LLMHacker"  # the llm floor, by a string (a named plugin edge)
     for name in exploit_names():
@@ -278,3 +278,14 @@ def test_llm_hacker_fails_on_the_hardened_fixture_and_its_attempt_is_listed(sand
                            "its hack replayed as a trial: reward 0.0 (2 model call(s), ")  # and what they cost
     assert re.search(r"\(2 model call\(s\), [1-9]\d*\+[1-9]\d* tokens\)$", note), note
     assert not rubric.exists()
+
+
+def test_host_env_is_static_and_names_the_variable():
+    found = get_exploit("host_env").inspect(load_task(HACKABLE / "host_env"))
+    assert [f.split(" asks")[0] for f in found] == ['task.toml [environment] env.OPENAI_API_KEY = "${OPENAI_API_KEY}"',
+                                                   'task.toml [environment] env.MODE = "${MODE:-…}"']
+    assert get_exploit("peeking").inspect(load_task(HACKABLE / "host_env")) == []
+    for name in ("resistant", "peeking"):
+        assert get_exploit("host_env").inspect(load_task(HACKABLE / name)) == []
+    # A verifier's key (an LLM judge) never reaches the agent's container: not reported.
+    assert get_exploit("host_env").inspect(load_task(FIXTURES / "realistic" / "verifier-env")) == []

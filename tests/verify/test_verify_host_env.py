@@ -1,4 +1,5 @@
-"""A task whose task.toml asks the host for a variable it lacks is named before any trial: inconclusive, never a fail."""
+"""A task whose task.toml asks the host for a variable the user did not pass (--pass-env) is named before any trial:
+inconclusive, never a fail; the fix names --pass-env."""
 
 import asyncio
 
@@ -17,12 +18,17 @@ env = { TOKEN = "${SOLVER_TOKEN}" }
 """
 
 
-def test_needs_are_templates_without_a_default_that_the_host_lacks():
+def test_needs_are_templates_without_a_default_not_passed_or_unset():
     config = {"verifier": {"env": {"A": "${ANTHROPIC_API_KEY}", "M": "${JUDGE_MODEL:-haiku}", "L": "lit", "P": "pre${X}"}},
               "steps": [{"verifier": {"env": {"B": "${ANTHROPIC_API_KEY}"}}}], "environment": {"env": {"E": "${E}"}}}
     needs = host_env_needs(config, {})
     assert [(n.phase, n.var) for n in needs] == [("verifier", "ANTHROPIC_API_KEY"), ("environment", "E")]
-    assert host_env_needs(config, {"ANTHROPIC_API_KEY": "", "E": "1"}) == []  # set counts, even empty, as in Harbor
+    # Set on the host is not enough: a task reads only the variables the user passed.
+    host = {"ANTHROPIC_API_KEY": "", "E": "1"}
+    assert [n.var for n in host_env_needs(config, host)] == ["ANTHROPIC_API_KEY", "E"]
+    assert host_env_needs(config, host, passed={"ANTHROPIC_API_KEY", "E"}) == []  # set counts, even empty
+    (unset,) = host_env_needs(config, {"ANTHROPIC_API_KEY": "k"}, passed={"ANTHROPIC_API_KEY", "E"})
+    assert unset.var == "E" and unset.passed
 
 
 @pytest.fixture
@@ -36,7 +42,7 @@ def no_trials():
 
 
 def test_the_verdict_is_inconclusive_and_names_the_variable(tmp_path, monkeypatch, no_trials):
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-host-secret")  # on the host, but not passed
     monkeypatch.delenv("SOLVER_TOKEN", raising=False)
     task = tmp_path / "judged"
     task.mkdir()
@@ -48,4 +54,5 @@ def test_the_verdict_is_inconclusive_and_names_the_variable(tmp_path, monkeypatc
     assert all(r.inconclusive and not r.passed for r in verdict.reports.values())
     summary = verdict.summary()
     assert summary["status"] == "inconclusive" and summary["unmet"]["reason"].startswith("the verifier needs")
-    assert "export ANTHROPIC_API_KEY=… SOLVER_TOKEN=…" in summary["unmet"]["fix"]
+    assert summary["unmet"]["fix"].startswith("--pass-env ANTHROPIC_API_KEY --pass-env SOLVER_TOKEN")
+    assert "sk-host-secret" not in str(summary)
