@@ -10,7 +10,7 @@ from envevo.task._components import COMPONENTS, Component, check_component, comp
 from envevo.task._config import CURRENT_SCHEMA_VERSION
 from envevo.task._diff import ComponentDiff, FileChange, TaskDiff, diff_tasks, files_kept
 from envevo.task._files import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_TOTAL_BYTES, TaskFile, safe_relpath
-from envevo.task._heredoc import find_heredocs, rewrite_heredocs
+from envevo.task._heredoc import find_heredocs, rewrite_heredocs, without_heredoc_bodies
 from envevo.task._host_env import HostEnvNeed, host_env_needs
 from envevo.task._images import (
     ImageMap,
@@ -63,6 +63,7 @@ __all__ = [
     "host_env_needs",
     "find_heredocs",
     "rewrite_heredocs",
+    "without_heredoc_bodies",
     "rewrite_task_heredocs",
     "component_of",
     "content_hash",
