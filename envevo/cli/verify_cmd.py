@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -140,5 +141,9 @@ def verify(
             err.print(f"note: {escape(note)}")
         if usage:
             err.print(usage_table(USAGE_TITLE, usage))
+        # Inconclusive is counted apart from fail: this host could not run those tasks, which says nothing of them.
+        counts = Counter(v.status for v in verdicts)
+        err.print(f"{len(verdicts)} task(s): " + ", ".join(f"{counts[s]} {s}" for s in sorted(counts))
+                  + (" (inconclusive: this host could not verify them; see the reasons)" if counts["inconclusive"] else ""))
         err.print(f"trial logs: {jobs}")
     raise typer.Exit(0 if all(v.ok for v in verdicts) else 1)

@@ -4,8 +4,9 @@ Every trial of a verification builds the same image; when the build fails, each 
 build error (oracle ×2, invalid-test, every exploit). The image cache no longer rebuilds it (runtime/_image_cache),
 and here the verdict names it once. Whose fault it is decides the status:
 
-- a machine limit (a base image this host cannot pull, a build cut off by a TLS-intercepting proxy): inconclusive,
-  since no test ran and the task may be sound;
+- a machine limit (a base image this host cannot pull, a build cut off by a TLS-intercepting proxy, a download from
+  a host this machine cannot reach, a pinned wheel the stand-in's Python lacks; see _limits.py): inconclusive, since
+  no test ran and the task may be sound;
 - anything else (a RUN step that fails, a file missing from the build context): a fail against the task.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from envevo.runtime import ErrorKind, TrialOutcome, cert_failure
 from envevo.verify._evidence import pull_failure, read_trial_logs
+from envevo.verify._limits import missing_wheel, unreachable_download, unreachable_line
 from envevo.verify._verdict import FindingKind, VerifierReport, trial_finding
 from envevo.verify._verifiers import explain_error
 
@@ -24,6 +26,10 @@ def machine_limit(o: TrialOutcome) -> str | None:
         return "a base image this host cannot pull"
     if cert_failure(logs.build_log, logs.exception, o.error_message or ""):
         return "HTTPS in the build failed certificate verification, as behind a TLS-intercepting proxy"
+    if wheel := missing_wheel(logs.build_log):
+        return wheel
+    if host := unreachable_download(logs.build_log, logs.exception):
+        return unreachable_line(host)
     return None
 
 
