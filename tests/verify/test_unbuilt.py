@@ -156,3 +156,18 @@ def test_unreachable_download_names_the_host(line, host):
 
 def test_a_failure_that_is_no_download_is_not_unreachable():
     assert unreachable_download(RUN_FAILS, PANDAS_SOURCE_BUILD) is None
+
+
+def test_a_network_policy_the_environment_cannot_switch_is_inconclusive_naming_it(tmp_path):
+    """Issue 36: Harbor's refusal of a per-phase policy (an environment without dynamic network policy, e.g. a
+    compose one) is no finding against the task."""
+    message = ("ValueError: The execution phase network policy differs from a broader setup or shared phase policy, "
+               "but this environment cannot change network policy after start. Execution mode: 'no-network'; "
+               "broadest mode: 'public'.")
+    runs = [TrialOutcome(task="t", agent=a, error_kind=ErrorKind.INFRASTRUCTURE_ERROR, error_message=message)
+            for a in ("oracle", "oracle", "nop")]
+    reports = collapse_unbuilt(_reports(runs))
+    (reason,) = [r for rep in reports.values() for r in rep.reasons]
+    assert all(rep.inconclusive and not rep.passed for rep in reports.values())
+    assert reason.startswith("inconclusive: no trial could start here under the task's per-phase network policy "
+                             "(public setup, no-network agent or verifier)")
