@@ -23,7 +23,7 @@ from envevo.sandbox._paths import activate, home
 from envevo.sandbox._prune import enforce_budget
 from envevo.sandbox._standins import standins_for
 from envevo.sandbox._uv_offline import offline_uv
-from envevo.task import ImageMap, Task, load_task, prepare_runnable, rewrite_task_heredocs
+from envevo.task import ImageMap, Task, lf_scripts, load_task, prepare_runnable, rewrite_task_heredocs
 
 IMAGE_BUDGET_EVERY_SEC = 600.0
 
@@ -103,14 +103,19 @@ def runnable_copy(task: Task, env: str, image_map: ImageMap, dest_root: Path) ->
     schema fix, heredocs rewritten (`harbor_ready`)."""
     engine = env.removeprefix("harbor:")
     local = engine in LOCAL_ENGINES
-    uv: list[str] = []
+    files, crlf = lf_scripts(task.files)
+    changes = [f"CRLF line ends made LF in {', '.join(crlf)} (a `#!/bin/bash` line ending in CR fails with "
+               '"required file not found")'] if crlf else []
+    if crlf:
+        task = task.model_copy(update={"files": files})
     if local:  # before the heredoc rewrite, which would hide a RUN step's installer in exec form
         task, uv = offline_uv(task)
+        changes += uv
     task, stated = harbor_ready(task, engine if local else None)
     if not local:
-        return prepare_runnable(task, image_map, dest_root), stated
+        return prepare_runnable(task, image_map, dest_root), changes + stated
     standins, lines = standins_for(task, engine)
-    return prepare_runnable(task, standins.merged(image_map), dest_root), lines + uv + stated
+    return prepare_runnable(task, standins.merged(image_map), dest_root), lines + changes + stated
 
 
 def substitutions(task_dirs: list[Path], engine: str) -> dict[str, list[str]]:
