@@ -22,7 +22,7 @@ from envevo.runtime import LOCAL_ENGINES, check_env, harbor_schema, sweep_orphan
 from envevo.sandbox._paths import activate, home
 from envevo.sandbox._prune import enforce_budget
 from envevo.sandbox._standins import standins_for
-from envevo.sandbox._uv_offline import offline_uv
+from envevo.sandbox._uv_offline import offline_uv, own_python
 from envevo.task import ImageMap, Task, lf_scripts, load_task, prepare_runnable, rewrite_task_heredocs
 
 IMAGE_BUDGET_EVERY_SEC = 600.0
@@ -115,7 +115,8 @@ def runnable_copy(task: Task, env: str, image_map: ImageMap, dest_root: Path) ->
     if not local:
         return prepare_runnable(task, image_map, dest_root), changes + stated
     standins, lines = standins_for(task, engine)
-    return prepare_runnable(task, standins.merged(image_map), dest_root), lines + changes + stated
+    task, python = own_python(task, lines)
+    return prepare_runnable(task, standins.merged(image_map), dest_root), lines + changes + python + stated
 
 
 def substitutions(task_dirs: list[Path], engine: str) -> dict[str, list[str]]:

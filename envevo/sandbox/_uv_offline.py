@@ -180,3 +180,28 @@ def _copy_before_fetches(text: str) -> str:
         out += [f"COPY {CONTEXT_DIR}/{v}/ {IN_IMAGE}/{v}/" for v in sorted(need.get(i, ()))]
         out.append(line)
     return "\n".join(out)
+
+
+# `uv python install 3.13` (or `cpython-3.13`, `3.13.5`): a download from GitHub (python-build-standalone).
+PYTHON_INSTALL = re.compile(r"\buv\s+python\s+install\s+(?:--?[\w-]+\s+)*(?:cpython-)?(?P<ver>3\.\d+)(?:\.\d+)?(?=[\s;&|\"]|$)")
+_GIVEN = re.compile(r"→ .*?\bPython (?P<ver>3\.\d+)")
+
+
+def own_python(task: Task, standins: list[str], reachable: bool | None = None) -> tuple[Task, list[str]]:
+    """`uv python install X`, where X is the Python the stand-in base already has, made a no-op that says so (uv then
+    finds the system's Python X); stated. Other versions, and a host that reaches GitHub, keep the task as written."""
+    given = {m["ver"] for s in standins if (m := _GIVEN.search(s))}
+    hits = {p: f for p, f in task.files.items()
+            if (p == "environment/Dockerfile" or (p.startswith(_SCRIPTS) and p.endswith(".sh")))
+            and any(m["ver"] in given for m in PYTHON_INSTALL.finditer(f.data.decode("utf-8", errors="replace")))}
+    if not hits or (reachable if reachable is not None else vendor_reachable("github.com")):
+        return task, []
+    task = task.model_copy(deep=True)
+    for path, f in hits.items():
+        text = f.data.decode("utf-8", errors="replace")
+        new = PYTHON_INSTALL.sub(lambda m: f": uv python install {m['ver']} served by the stand-in's own Python {m['ver']}"
+                                 if m["ver"] in given else m[0], text)
+        task.files[path] = f.model_copy(update={"data": new.encode()})
+    versions = ", ".join(sorted(given))
+    return task, [f"uv python install {versions} in {', '.join(sorted(hits))}: the stand-in's own Python {versions} "
+                  "serves (uv finds it on PATH; python-build-standalone is fetched from GitHub, unreachable here)"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from envevo.sandbox import _uv_offline
-from envevo.sandbox._uv_offline import INSTALLER, offline_uv, uv_fetches
+from envevo.sandbox._uv_offline import INSTALLER, offline_uv, own_python, uv_fetches
 from envevo.task import load_task
 from tests.conftest import FIXTURES
 
@@ -55,3 +55,16 @@ def test_a_host_that_reaches_astral_keeps_the_task_as_written():
     assert offline_uv(task, reachable=True) == (task, [])
     plain = load_task(REALISTIC / "python-slim")
     assert offline_uv(plain, reachable=False) == (plain, [])
+
+
+def test_uv_python_install_of_the_standins_own_python_is_served_by_it_and_stated():
+    task = load_task(REALISTIC / "uv-installer")
+    dockerfile = task.files["environment/Dockerfile"]
+    text = dockerfile.data.decode() + "RUN uv python install 3.13 && uv python install 3.11 && uv venv --python 3.13\n"
+    task.files["environment/Dockerfile"] = dockerfile.model_copy(update={"data": text.encode()})
+    said = ["python:3.13-slim-bookworm → Debian trixie, Python 3.13.5 (tag names bookworm, …)"]
+    copy, stated = own_python(task, said, reachable=False)
+    out = copy.files["environment/Dockerfile"].data.decode()
+    assert ": uv python install 3.13 served by the stand-in's own Python 3.13 && uv python install 3.11" in out
+    assert stated and stated[0].startswith("uv python install 3.13 in environment/Dockerfile: the stand-in's own Python")
+    assert own_python(task, said, reachable=True) == (task, [])
