@@ -37,11 +37,12 @@ _STEP = re.compile(r"^(?:STEP \d+(?:/\d+)?: |#\d+ \[.*\] )RUN ", re.M)
 def unreachable_download(*texts: str) -> str | None:
     """The host a failed download tried to reach (`huggingface.co`), or `a host` when the log names none; None when
     nothing in `texts` says a host could not be resolved or reached."""
-    for text in texts:
-        for line in (text or "").splitlines():
-            for pattern in _UNREACHABLE:
-                if m := pattern.search(line):
-                    return m["host"] or _step_host(text, line) or "a host"
+    for named in (True, False):  # a line naming the host wins over an earlier one that does not (pip's retries)
+        for text in texts:
+            for line in (text or "").splitlines():
+                for pattern in _UNREACHABLE:
+                    if (m := pattern.search(line)) and bool(m["host"]) == named:
+                        return m["host"] or _step_host(text, line) or "a host"
     return None
 
 

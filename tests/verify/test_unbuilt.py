@@ -171,3 +171,12 @@ def test_a_network_policy_the_environment_cannot_switch_is_inconclusive_naming_i
     assert all(rep.inconclusive and not rep.passed for rep in reports.values())
     assert reason.startswith("inconclusive: no trial could start here under the task's per-phase network policy "
                              "(public setup, no-network agent or verifier)")
+
+
+def test_a_line_naming_the_host_wins_over_earlier_retries_that_do_not():
+    log = ("STEP 13/19: RUN pip install -U pip\n  WARNING: Retrying (Retry(total=4)) after connection broken by "
+           "'NewConnectionError(...: Failed to establish a new connection: [Errno -3] Temporary failure in name "
+           "resolution')': /packages/pip-26.3-py3-none-any.whl\nERROR: Could not install packages due to an OSError: "
+           "HTTPSConnectionPool(host='files.pythonhosted.org', port=443): Max retries exceeded with url: /x (Caused by "
+           "NewConnectionError('...: [Errno -3] Temporary failure in name resolution'))\n")
+    assert unreachable_download(log) == "files.pythonhosted.org"
