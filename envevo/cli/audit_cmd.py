@@ -106,8 +106,15 @@ def audit(
     from envevo.llm import verifiers_with_model
     from envevo.sandbox import runnable_copy
     from envevo.task import load_image_map, load_task_args, unique_by_hash
-    from envevo.verify import (audit_record, audit_sarif, end_torn_line, fail_on_hits, mutation_strict, record_reasons,
-                               verify_tasks)
+    from envevo.verify import (
+        audit_record,
+        audit_sarif,
+        end_torn_line,
+        fail_on_hits,
+        mutation_strict,
+        record_reasons,
+        verify_tasks,
+    )
 
     check_red_team(red_team)
     check_mutation(mutation)

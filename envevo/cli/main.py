@@ -109,7 +109,27 @@ def _one_interrupt_is_enough() -> None:
     asyncio.Runner._on_sigint = first_only  # type: ignore[attr-defined]
 
 
+def _task_warnings() -> None:
+    """A TaskWarning (an unknown key in a task.toml) prints as one `warning: …` line on stderr, each time."""
+    import warnings
+
+    from envevo.cli._common import err
+    from envevo.task import TaskWarning
+
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, TaskWarning):
+            err.print(f"warning: {message}", highlight=False, markup=False, soft_wrap=True)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    warnings.simplefilter("always", TaskWarning)
+
+
 def main() -> None:
     signal.signal(signal.SIGTERM, _sigterm)
+    _task_warnings()
     _one_interrupt_is_enough()
     app()

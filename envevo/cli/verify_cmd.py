@@ -83,9 +83,9 @@ def verify(
     --json prints one list, one object per task (status ok, weak, inconclusive or fail; survivors: the near misses
     the tests let through; equivalent: those that end as the solution does).
 
-    Exit code: 0 every task ok; 1 some task fails; 3 none fails but some verdict is inconclusive (this host could not
-    run it); 4 none fails nor is inconclusive but some task is weak (its tests miss a near miss); 2 bad input (a task refused before any container starts counts as
-    a failed one; all refused is 2)."""
+    Exit code: 0 every task ok; 1 some task fails (a task refused before any container starts counts as failed);
+    3 none fails but some verdict is inconclusive (this host could not run it); 4 none fails nor is inconclusive but
+    some task is weak (its tests miss a near miss); 2 bad input, or every task refused.
     from envevo.task import first_duplicate, load_image_map, load_task_batch
 
     # Each task loaded (and validated) on its own, before any container starts and before the heavy imports: a path
@@ -177,6 +177,10 @@ def verify(
                 err.print(f"note: {escape(task)}: {escape(note)}")
         if usage:
             err.print(usage_table(USAGE_TITLE, usage))
+        # Inconclusive is counted apart from fail: this host could not run those tasks, which says nothing of them.
+        counts = Counter(v.status for v in verdicts)
+        err.print(f"{len(verdicts)} task(s): " + ", ".join(f"{counts[s]} {s}" for s in sorted(counts))
+                  + (" (inconclusive: this host could not verify them; see the reasons)" if counts["inconclusive"] else ""))
         err.print(f"trial logs: {jobs}")
         counts = Counter(v.status for v in verdicts)
         err.print(", ".join(f"{counts[s]} {s}" for s in ("ok", "weak", "inconclusive", "fail") if counts[s]))

@@ -20,7 +20,7 @@ from envevo.runtime._end_state import END_STATE
 from envevo.runtime._envs import LOCAL_ENGINES, EnvChoice, check_env, resolve_env
 from envevo.runtime._host_ca import ENV_VAR as HOST_CA_ENV_VAR
 from envevo.runtime._host_ca import volume_args as host_ca_volume_args
-from envevo.runtime._image_cache import CACHE_LABEL, CACHE_REPO, cache_tag, environment_digest
+from envevo.runtime._image_cache import CACHE_LABEL, CACHE_REPO, STANDIN_LINE, cache_tag, environment_digest
 from envevo.runtime._live_trial import LiveTrial, LiveTrialError
 from envevo.runtime._network import network_policy
 from envevo.runtime._outcome import ErrorKind, PhaseTimings, TrialOutcome, TrialSpec
@@ -39,6 +39,7 @@ __all__ = [
     "set_quota",
     "CACHE_LABEL",
     "CACHE_REPO",
+    "STANDIN_LINE",
     "DRIVEN_AGENT",
     "OUTPUT_CAP_KWARGS",
     "SCRIPTED_AGENT",

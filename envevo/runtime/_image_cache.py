@@ -107,7 +107,34 @@ async def _build(engine: str, env_dir: Path, tag: str, extra_args: list[str] | N
         code, out, _ = await _collect(
             [engine, "build", "--force-rm", "--label", f"{CACHE_LABEL}=1", "-t", tag, *trust, *(extra_args or []),
              str(env_dir)], timeout=timeout, merge_stderr=True)
-        return code == 0, out.decode(errors="replace")
+    if code == 0:
+        return True, out.decode(errors="replace")
+    # What the bases really are, for a verdict on the failure (a stand-in's Python lacking a pinned wheel).
+    said = await standin_statements(engine, env_dir / "Dockerfile")
+    return False, "".join(f"{STANDIN_LINE}{s}\n" for s in said) + out.decode(errors="replace")
+
+
+# A failed build's log starts with one such line per base image that is a local stand-in (its `envevo.standin` label).
+STANDIN_LINE = "envevo: base image stood in for on this host: "
+_FROM_IMAGE = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(?P<image>[^\s$]+)", re.IGNORECASE | re.M)
+
+
+async def standin_statements(engine: str, dockerfile: Path) -> list[str]:
+    """The stand-in statement of each FROM image of `dockerfile` that carries one; nothing for others."""
+    from envevo.task import without_heredoc_bodies
+
+    try:
+        text = without_heredoc_bodies(dockerfile.read_text(errors="replace"))
+    except OSError:
+        return []
+    said = []
+    for image in dict.fromkeys(m["image"] for m in _FROM_IMAGE.finditer(text)):
+        code, out, _ = await _collect([engine, "image", "inspect", "--format", '{{index .Labels "envevo.standin"}}',
+                                       image], timeout=30)
+        label = out.decode(errors="replace").strip()
+        if code == 0 and label and label != "<no value>":
+            said.append(label if "→" in label else f"{image} → {label}")
+    return said
 
 
 # podman's word for a layer removed under a running build (a prune by another process).

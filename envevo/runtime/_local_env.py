@@ -37,12 +37,14 @@ from pathlib import Path
 
 from harbor.environments.base import ExecResult, SandboxBuildFailedError
 from harbor.environments.capabilities import EnvironmentCapabilities, EnvironmentResourceCapabilities
+from harbor.models.task.config import NetworkPolicy
 
 from envevo.runtime import _cleanup, _host_ca
 from envevo.runtime._engine_cli import _run
 from envevo.runtime._image_cache import CACHE_LABEL, build_cached_image, forget_cached_image, image_missing
 from envevo.runtime._local_copy import CopyingEnvironment
 from envevo.runtime._local_exec import NOTES_FILE, _norm, _overlaps
+from envevo.runtime._network import join_networks, leave_networks, needs_network_later
 
 BUILD_LOG = "build.log"
 
@@ -58,7 +60,9 @@ class LocalContainerEnvironment(CopyingEnvironment):
 
     @property
     def capabilities(self) -> EnvironmentCapabilities:
-        return EnvironmentCapabilities(disable_internet=True, mounted=False)
+        # Per-phase network policy (setup online, agent or verifier offline): the container leaves its networks and
+        # joins them again between phases (envevo/runtime/_network.py).
+        return EnvironmentCapabilities(disable_internet=True, mounted=False, dynamic_network_policy=True)
 
     @classmethod
     def resource_capabilities(cls) -> EnvironmentResourceCapabilities:
@@ -130,7 +134,9 @@ class LocalContainerEnvironment(CopyingEnvironment):
         name = "".join(c if c.isalnum() or c in "-_." else "-" for c in name)[:120]
         base = [self.engine, "run", "-d", "--name", name, "--label", f"{_cleanup.OWNER_LABEL}={_cleanup.owner_id()}",
                 "--pull=never" if self.engine == "podman" else "--pull=missing"]
-        if self._network_disabled:
+        phases = [p.network_mode.value for p in self._phase_network_policies]
+        cut_later = needs_network_later(self._network_policy.network_mode.value, phases)
+        if self._network_disabled and not cut_later:
             base.append("--network=none")
         for key, value in {**_host_ca.ca_env(), **self._startup_env()}.items():
             base += ["--env", f"{key}={value}"]
@@ -157,10 +163,27 @@ class LocalContainerEnvironment(CopyingEnvironment):
             self._container = None
             await _run(*self._rm_argv(name), timeout=60, finish_on_cancel=True)
             raise RuntimeError(f"{self.engine} run failed: {err.strip()[-400:]}")
+        if cut_later:  # offline now, online in a later phase: on the default network, left at once
+            self._left_networks = await leave_networks(self.engine, name)
         if image != str(self.task_env_config.docker_image or ""):
             self._note(f"image {image} (environment/Dockerfile, cached by content)")
         await self._upload_environment_dir_after_start()
         await self.ensure_dirs(self._mount_targets(writable_only=True))
+
+    async def _apply_network_policy(self, network_policy: NetworkPolicy) -> None:
+        """Harbor's switch between phases: leave every network for `no-network`, join them again for `public`
+        (an allowlist is refused before any trial: `capabilities` has no network_allowlist)."""
+        if self._container is None:
+            return  # not started: `start` reads the policy
+        offline = network_policy.network_mode.value == "no-network"
+        if offline and not self._network_disabled:
+            self._left_networks = await leave_networks(self.engine, self._container)
+        elif not offline and self._network_disabled:
+            if not self._left_networks:
+                raise RuntimeError(f"the {network_policy.network_mode.value} phase needs the network, and this "
+                                   "container started without one")
+            await join_networks(self.engine, self._container, self._left_networks)
+            self._left_networks = []
 
     async def stop(self, delete: bool) -> None:
         try:

@@ -42,6 +42,7 @@ class CommandEnvironment(BaseEnvironment):
         self._image_ref = ""
         self._uploaded: set[str] = set()  # upload targets (Harbor makes the scripts among them executable)
         self._removal: asyncio.Future[tuple[int, str, str]] | None = None
+        self._left_networks: list[str] = []  # the networks a per-phase `no-network` policy took it off (_network.py)
         self._logs_copy: Path | None = None  # /logs as copied once from the quiesced container (envevo/runtime/_local_copy.py)
         self._late: list[tuple[str, Path]] = []  # downloads that the agent-log copy serves (Harbor's oracle.txt)
         # Never bind the trial's log dirs to the host: container root could plant a link there that a host-side

@@ -22,7 +22,8 @@ from envevo.runtime import LOCAL_ENGINES, check_env, harbor_schema, sweep_orphan
 from envevo.sandbox._paths import activate, home
 from envevo.sandbox._prune import enforce_budget
 from envevo.sandbox._standins import standins_for
-from envevo.task import ImageMap, Task, load_task, prepare_runnable, rewrite_task_heredocs
+from envevo.sandbox._uv_offline import offline_uv, own_python
+from envevo.task import ImageMap, Task, lf_scripts, load_task, prepare_runnable, rewrite_task_heredocs
 
 IMAGE_BUDGET_EVERY_SEC = 600.0
 
@@ -102,11 +103,20 @@ def runnable_copy(task: Task, env: str, image_map: ImageMap, dest_root: Path) ->
     schema fix, heredocs rewritten (`harbor_ready`)."""
     engine = env.removeprefix("harbor:")
     local = engine in LOCAL_ENGINES
+    files, crlf = lf_scripts(task.files)
+    changes = [f"CRLF line ends made LF in {', '.join(crlf)} (a `#!/bin/bash` line ending in CR fails with "
+               '"required file not found")'] if crlf else []
+    if crlf:
+        task = task.model_copy(update={"files": files})
+    if local:  # before the heredoc rewrite, which would hide a RUN step's installer in exec form
+        task, uv = offline_uv(task)
+        changes += uv
     task, stated = harbor_ready(task, engine if local else None)
     if not local:
-        return prepare_runnable(task, image_map, dest_root), stated
+        return prepare_runnable(task, image_map, dest_root), changes + stated
     standins, lines = standins_for(task, engine)
-    return prepare_runnable(task, standins.merged(image_map), dest_root), lines + stated
+    task, python = own_python(task, lines)
+    return prepare_runnable(task, standins.merged(image_map), dest_root), lines + changes + python + stated
 
 
 def substitutions(task_dirs: list[Path], engine: str) -> dict[str, list[str]]:

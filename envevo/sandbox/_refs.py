@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from envevo.task import expand_image_args
+from envevo.task import expand_image_args, without_heredoc_bodies
 
 DOCKER_HUB = "docker.io"
 # Registries that serve Docker Hub's official ("library") images under another prefix.
@@ -134,7 +134,9 @@ def _scan(text: str) -> list[tuple[str, str]]:
             return None
         return expanded
 
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").replace("\\\n", " ").split("\n")
+    # Heredoc bodies are not instructions (``from x import y`` in ``RUN python - <<EOF``), as the builder reads them.
+    text = without_heredoc_bodies(text.replace("\r\n", "\n").replace("\r", "\n"))
+    lines = text.replace("\\\n", " ").split("\n")
     for line in lines:
         if m := _ARG.match(line):
             if m["value"] is not None and not seen_from:  # only global ARGs (before the first FROM) reach FROM lines

@@ -14,10 +14,10 @@ from envevo.task._args import (
     unique_by_hash,
 )
 from envevo.task._components import COMPONENTS, Component, check_component, component_of
-from envevo.task._config import CURRENT_SCHEMA_VERSION
+from envevo.task._config import CURRENT_SCHEMA_VERSION, TaskWarning
 from envevo.task._diff import ComponentDiff, FileChange, TaskDiff, diff_tasks, files_kept
-from envevo.task._files import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_TOTAL_BYTES, TaskFile, safe_relpath
-from envevo.task._heredoc import find_heredocs, rewrite_heredocs
+from envevo.task._files import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_TOTAL_BYTES, TaskFile, lf_scripts, safe_relpath
+from envevo.task._heredoc import find_heredocs, rewrite_heredocs, without_heredoc_bodies
 from envevo.task._host_env import (
     PASS_ENV_VAR,
     HostEnvNeed,
@@ -73,6 +73,8 @@ __all__ = [
     "Task",
     "TaskDiff",
     "TaskFile",
+    "TaskWarning",
+    "lf_scripts",
     "canonical_image",
     "expand_image_args",
     "existing_task_dirs",
@@ -92,6 +94,7 @@ __all__ = [
     "resolve_host_env",
     "find_heredocs",
     "rewrite_heredocs",
+    "without_heredoc_bodies",
     "rewrite_task_heredocs",
     "component_of",
     "content_hash",

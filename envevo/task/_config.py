@@ -10,6 +10,7 @@ import copy
 import json
 import re
 import tomllib
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -159,6 +160,35 @@ def _size_to_mb(text: str, where: str) -> int:
         return int(float(s[:-1]) * factor)
     except ValueError:
         raise TaskError(f"{where} = {text!r} is not a size like '2G' or '512M'; use e.g. memory_mb = 2048") from None
+
+
+class TaskWarning(UserWarning):
+    """Something in a task that envevo reads past, said in one line (commands print it as `warning: …`)."""
+
+
+# The top-level keys Harbor's TaskConfig reads (plus `version`, the older spelling of schema_version); any other is
+# ignored by Harbor, silently: most often a misspelt table.
+KNOWN_TOP_LEVEL = ("schema_version", "version", "task", "metadata", "verifier", "agent", "environment", "solution",
+                   "source", "multi_step_reward_strategy", "steps", "artifacts")
+
+
+def check_schema(raw: Mapping[str, Any], where: str) -> None:
+    """A task.toml as written: a schema_version of another major is refused (its meaning is unknown), a newer minor
+    and each unknown top-level key get a warning line."""
+    version = raw.get("schema_version", raw.get("version"))
+    if isinstance(version, str):
+        m = re.fullmatch(r"\s*(\d+)(?:\.(\d+))?(?:\.\d+)?\s*", version)
+        current = tuple(int(x) for x in CURRENT_SCHEMA_VERSION.split("."))
+        if m is None or int(m[1]) != current[0]:
+            raise TaskError(f'{where}: schema_version "{version}" is not one envevo reads (it reads 1.0 to '
+                            f'{CURRENT_SCHEMA_VERSION}); fix: write the task in schema 1.x, or use an envevo that reads it')
+        if int(m[2] or 0) > current[1]:
+            warnings.warn(f'{where}: schema_version "{version}" is newer than {CURRENT_SCHEMA_VERSION}, the newest envevo '
+                          "reads; settings it does not know are ignored", TaskWarning, stacklevel=2)
+    for key in raw:
+        if key not in KNOWN_TOP_LEVEL:
+            warnings.warn(f"{where}: unknown top-level key {key!r}, ignored by Harbor (a misspelt table?); known: "
+                          f"{', '.join(KNOWN_TOP_LEVEL)}", TaskWarning, stacklevel=2)
 
 
 def check_config(cfg: Mapping[str, Any], where: str) -> None:

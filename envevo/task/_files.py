@@ -160,3 +160,15 @@ def normjoin(base_dir: str, rel: str) -> str | None:
 
 def _mb(n: int) -> str:
     return f"{n / (1024 * 1024):.1f} MB"
+
+
+def lf_scripts(files: dict[str, TaskFile]) -> tuple[dict[str, TaskFile], list[str]]:
+    """`files` with every shell script's CRLF line ends made LF, and the paths changed. A `#!/bin/bash\\r` shebang
+    asks for `/bin/bash\\r`, which the kernel reports as `required file not found`; text Windows editors save."""
+    out = dict(files)
+    changed = []
+    for path, f in sorted(files.items()):
+        if path.endswith(".sh") and b"\r\n" in f.data:
+            out[path] = f.model_copy(update={"data": f.data.replace(b"\r\n", b"\n")})
+            changed.append(path)
+    return out, changed

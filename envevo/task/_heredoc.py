@@ -202,3 +202,33 @@ def rewrite_heredocs(text: str) -> HeredocRewrite:
     if result.count:
         result.text = "\n".join(out)
     return result
+
+
+def without_heredoc_bodies(text: str) -> str:
+    """``text`` (a Dockerfile) with every heredoc body and its terminator blanked, line numbers kept: what readers of
+    instructions see, as the builder does (``from x import y`` in a ``RUN python - <<EOF`` body is no FROM). A heredoc
+    left unterminated keeps the rest of the file blank, as BuildKit then reads it as body too."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    i = 0
+    while i < len(lines):
+        m = _INSTRUCTION.match(lines[i])
+        if m is None or lines[i].lstrip().startswith("#"):
+            i += 1
+            continue
+        j, joined = i, lines[i]
+        while joined.endswith("\\") and j + 1 < len(lines) and not find_heredocs(joined):
+            j += 1
+            joined = joined[:-1] + lines[j]
+        fm = _FLAGS.match(_INSTRUCTION.match(joined)["rest"] or "")  # type: ignore[index]
+        command = fm[2] if fm else ""
+        marks = [] if command.lstrip().startswith("[") else find_heredocs(command)
+        k = j + 1
+        for _, _, d in marks:
+            while k < len(lines) and (lines[k].lstrip("\t") if d.chomp else lines[k]) != d.name:
+                lines[k] = ""
+                k += 1
+            if k < len(lines):
+                lines[k] = ""
+                k += 1
+        i = k
+    return "\n".join(lines)

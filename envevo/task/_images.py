@@ -18,10 +18,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from envevo.errors import TaskError
-from envevo.task._compose_file import COMPOSE_NAMES
+from envevo.task._compose_file import COMPOSE_NAMES, parse_compose
 from envevo.task._config import parse_toml
 from envevo.task._files import TaskFile, decode_text
-from envevo.task._heredoc import rewrite_heredocs
+from envevo.task._heredoc import rewrite_heredocs, without_heredoc_bodies
 from envevo.task._load import dir_hash, load_task, save
 from envevo.task._model import Task
 
@@ -308,8 +308,8 @@ def task_images(task: Task) -> list[str]:
         text = decode_text(f.data)
         if text is None:
             continue
-        lines = text.replace("\r\n", "\n").split("\n")
         if _is_dockerfile(name):
+            lines = without_heredoc_bodies(text).split("\n")
             stages: set[str] = set()
             args: dict[str, str] = {}
             seen_from = False
@@ -326,6 +326,18 @@ def task_images(task: Task) -> list[str]:
                 elif (m := _COPY_FROM.match(line)) and m["image"].lower() not in stages and not m["image"].isdigit():
                     found.append(m["image"])
         elif name in COMPOSE_NAMES:
-            found.extend(m["image"] for line in lines if (m := _COMPOSE_IMAGE.match(line)))
+            found.extend(compose_pulled_images(text, path))
     found.extend(env["docker_image"] for env in _environment_tables(task.config) if isinstance(env.get("docker_image"), str))
     return [i for i in dict.fromkeys(found) if "$" not in i]
+
+
+def compose_pulled_images(text: str, where: str) -> list[str]:
+    """The ``image:`` of each compose service that does not build its own: a service with ``build:`` names in
+    ``image:`` the tag its build gets, not a base to pull. A file that is no valid compose mapping is read line by
+    line (the loader reports what is wrong with it)."""
+    try:
+        services = parse_compose(text, where).get("services") or {}
+    except TaskError:
+        return [m["image"] for line in text.replace("\r\n", "\n").split("\n") if (m := _COMPOSE_IMAGE.match(line))]
+    return [str(svc["image"]) for svc in services.values()
+            if isinstance(svc, dict) and isinstance(svc.get("image"), str) and not svc.get("build")]

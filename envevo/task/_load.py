@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from envevo.errors import TaskError
-from envevo.task._config import check_config, migrate_config, parse_toml
+from envevo.task._config import check_config, check_schema, migrate_config, parse_toml
 from envevo.task._files import (
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MAX_TOTAL_BYTES,
@@ -72,6 +72,8 @@ def load_task(
     Reads the whole directory into memory; never writes to it.
     """
     root = _task_root(path)
+    if (root / CONFIG_FILE).is_dir():
+        raise TaskError(f"{root / CONFIG_FILE} is a directory, not a file; replace it with the task's TOML settings")
     fmt = detect_format(root)
     files = read_tree(root, max_file_bytes=max_file_bytes, max_total_bytes=max_total_bytes)
     if fmt == "terminal-bench-1":
@@ -85,6 +87,7 @@ def load_task(
             raise TaskError(f"{root / CONFIG_FILE} is not UTF-8 text; save it as UTF-8")
         raw = parse_toml(text, str(root / CONFIG_FILE))
         check_config(raw, str(root / CONFIG_FILE))
+        check_schema(raw, str(root / CONFIG_FILE))
         task = Task(
             files=files,
             config=migrate_config(raw, str(root / CONFIG_FILE)),

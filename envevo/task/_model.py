@@ -202,7 +202,8 @@ class Task(BaseModel):
         if self.is_multi_step:
             for step in self.config["steps"]:
                 name = step["name"]
-                self._require_text(f"steps/{name}/instruction.md", where)
+                if not self._require_text(f"steps/{name}/instruction.md", where).strip():
+                    raise TaskError(f"{where}: steps/{name}/instruction.md is empty; write what the agent is asked to do")
                 levels = [(step.get("verifier") or {}, f"steps/{name}/tests"), (verifier, "tests")]
                 if not self._bundled_tests(levels):
                     if f"steps/{name}/tests/{test_name}" not in self.files and f"tests/{test_name}" not in self.files:
@@ -211,7 +212,8 @@ class Task(BaseModel):
                             "that writes /logs/verifier/reward.txt"
                         )
         else:
-            self._require_text("instruction.md", where)
+            if not self._require_text("instruction.md", where).strip():
+                raise TaskError(f"{where}: instruction.md is empty; write what the agent is asked to do")
             if not self._bundled_tests([(verifier, "tests")]) and f"tests/{test_name}" not in self.files:
                 raise TaskError(f"{where}: missing tests/{test_name}; add a test script that writes /logs/verifier/reward.txt")
 

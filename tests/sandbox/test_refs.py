@@ -71,3 +71,29 @@ def test_tasks_name_their_images_and_each_image_its_tasks(tmp_path):
     }
     users = image_users([tmp_path])
     assert users[UV] == ["a", "c"] and users["golang:1.22"] == ["b", "c"]
+
+
+def test_heredoc_bodies_are_not_instructions(tmp_path):
+    """Issue 36: `from cryptography.hazmat.backends import …` in a `RUN python - <<EOF` body is no FROM."""
+    dockerfile = ("FROM python:3.12-slim\nRUN pip install cryptography && python - <<EOF\n"
+                  "from cryptography.hazmat.backends import default_backend\nfrom os import path\nEOF\n"
+                  "COPY <<-'X' /etc/x\n\tFROM debian:12\n\tX\nRUN echo done\nFROM debian:bookworm-slim AS two\n")
+    assert dockerfile_images(dockerfile) == ["python:3.12-slim", "debian:bookworm-slim"]
+    (tmp_path / "t" / "environment").mkdir(parents=True)
+    (tmp_path / "t" / "environment" / "Dockerfile").write_text(dockerfile)
+    (tmp_path / "t" / "instruction.md").write_text("x\n")
+    assert images_by_task([tmp_path]) == {"t": ["python:3.12-slim", "debian:bookworm-slim"]}
+
+
+def test_a_compose_service_that_builds_its_image_is_no_base(tmp_path):
+    """Issue 36: `image:` beside `build:` names the tag the build gets; only a service without `build:` pulls."""
+    env = tmp_path / "t" / "environment"
+    env.mkdir(parents=True)
+    (env / "Dockerfile").write_text("FROM python:3.12-slim\n")
+    (env / "docker-compose.yaml").write_text(
+        "services:\n  main:\n    build:\n      context: .\n    image: hello-world-app:latest\n"
+        "  api:\n    build: .\n    image: 'local/api'\n  db:\n    image: postgres:16\n")
+    (tmp_path / "t" / "instruction.md").write_text("x\n")
+    (tmp_path / "t" / "tests").mkdir()
+    (tmp_path / "t" / "tests" / "test.sh").write_text("#!/bin/sh\necho 1 > /logs/verifier/reward.txt\n")
+    assert images_by_task([tmp_path]) == {"t": ["python:3.12-slim", "postgres:16"]}
