@@ -85,7 +85,7 @@ def verify(
 
     Exit code: 0 every task ok; 1 some task fails (a task refused before any container starts counts as failed);
     3 none fails but some verdict is inconclusive (this host could not run it); 4 none fails nor is inconclusive but
-    some task is weak (its tests miss a near miss); 2 bad input, or every task refused.
+    some task is weak (its tests miss a near miss); 2 bad input, or every task refused."""
     from envevo.task import first_duplicate, load_image_map, load_task_batch
 
     # Each task loaded (and validated) on its own, before any container starts and before the heavy imports: a path
