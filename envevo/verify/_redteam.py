@@ -97,9 +97,10 @@ class RedTeamVerifier:
     def __init__(self, exploits: list[str] | None = None, sample: int | None = None, timeout_sec: int = 300, *,
                  model: object | None = None, learn_rubric: Path | None = None, probes: bool = True):
         """`probes`: run the false-fail probes (a task-quality rate beside the verdict, never a finding) when every
-        exploit runs; `evolve` turns them off, as they cost trials per candidate and gate nothing. `model`: the run's model for agent exploits (an `envevo.llm.LLMRuntime`, so their calls are metered,
-        recorded and budgeted with the run's; passed through untyped, as llm sits above verify). Without one they
-        read ./envevo.toml. `learn_rubric`: a rubric file a successful hack's criterion is appended to; without it
+        exploit runs; `evolve` turns them off, as they cost trials per candidate and gate nothing.
+        `model`: the run's model for agent exploits (an `envevo.llm.LLMRuntime`, so their calls are metered, recorded
+        and budgeted with the run's; passed through untyped, as llm sits above verify). Without one they read
+        ./envevo.toml. `learn_rubric`: a rubric file a successful hack's criterion is appended to; without it
         the criterion is only proposed in the report."""
         self.exploits = list(exploits) if exploits is not None else exploit_names()
         for n in self.exploits:
