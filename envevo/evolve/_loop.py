@@ -61,11 +61,11 @@ def run_verifiers(engine: Engine, config: EvolveConfig, learn_rubric: Path | Non
     runtime = engine.runtime if uses_models(engine) else lent  # the engine contract, not an attribute lookup
     if runtime is None:  # no model: the llm package stays unimported
         return default_verifiers(config.repeats, red_team=config.red_team, mutation=config.mutation,
-                                 learn_rubric=learn_rubric)
+                                 learn_rubric=learn_rubric, probes=False)
     from envevo.llm import verifiers_with_model
 
     return list(verifiers_with_model(config.repeats, red_team=config.red_team, mutation=config.mutation,
-                                     runtime=runtime, learn_rubric=learn_rubric, written=config.model_mutants))
+                                     runtime=runtime, learn_rubric=learn_rubric, written=config.model_mutants, probes=False))
 
 
 class GenerationWork:

@@ -95,15 +95,18 @@ class RedTeamVerifier:
     name = "red_team"
 
     def __init__(self, exploits: list[str] | None = None, sample: int | None = None, timeout_sec: int = 300, *,
-                 model: object | None = None, learn_rubric: Path | None = None):
-        """`model`: the run's model for agent exploits (an `envevo.llm.LLMRuntime`, so their calls are metered,
-        recorded and budgeted with the run's; passed through untyped, as llm sits above verify). Without one they
-        read ./envevo.toml. `learn_rubric`: a rubric file a successful hack's criterion is appended to; without it
+                 model: object | None = None, learn_rubric: Path | None = None, probes: bool = True):
+        """`probes`: run the false-fail probes (a task-quality rate beside the verdict, never a finding) when every
+        exploit runs; `evolve` turns them off, as they cost trials per candidate and gate nothing.
+        `model`: the run's model for agent exploits (an `envevo.llm.LLMRuntime`, so their calls are metered, recorded
+        and budgeted with the run's; passed through untyped, as llm sits above verify). Without one they read
+        ./envevo.toml. `learn_rubric`: a rubric file a successful hack's criterion is appended to; without it
         the criterion is only proposed in the report."""
         self.exploits = list(exploits) if exploits is not None else exploit_names()
         for n in self.exploits:
             get_exploit(n)  # unknown names fail here, before any container starts
         self.sample = sample
+        self.probes = probes
         self.timeout_sec = timeout_sec
         self._agent_options = {k: v for k, v in (("runtime", model), ("learn_rubric", learn_rubric)) if v is not None}
         self._plans: dict[Path, list[tuple[str, str | None]]] = {}  # task dir → [(exploit, script or None)]
@@ -130,7 +133,7 @@ class RedTeamVerifier:
             # The false-fail probes (no exploits: a rate beside the verdict) run only when every exploit does.
             scripted = [n for n in self.exploits if get_exploit(n).kind in ("trial", "static")]
             agents = [n for n in self.exploits if get_exploit(n).kind == "agent"]
-            probes = [n for n in self.exploits if get_exploit(n).kind == "probe" and self.sample is None]
+            probes = [n for n in self.exploits if get_exploit(n).kind == "probe" and self.sample is None and self.probes]
             chosen = choose_exploits(task, scripted, self.sample) + probes + agents
             self._plans[key] = [(n, get_exploit(n).script(task)) for n in chosen]
         return self._plans[key]

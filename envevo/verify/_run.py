@@ -20,16 +20,16 @@ from envevo.verify._verifiers import InvalidTestVerifier, OracleVerifier, TaskAt
 
 def default_verifiers(repeats: int = 2, red_team: str = "off", mutation: str = "off", *, model: object | None = None,
                       learn_rubric: Path | None = None, mutant_writer: MutantWriter | None = None,
-                      written: int = 3) -> list[TrialVerifier]:
+                      written: int = 3, probes: bool = True) -> list[TrialVerifier]:
     """The container verifiers of a candidate: oracle and invalid-test, plus the red team when `red_team` is
     `on` (every exploit) or `sample:N` (a deterministic sample of N exploits per candidate), and the mutation
     verifier likewise by `mutation` (every near-miss solution, or a sample of N). `model` and `learn_rubric` go to
     the red team's agent exploits (see `RedTeamVerifier`); `mutant_writer` adds model-written near misses to the
-    mutation verifier's."""
+    mutation verifier's; `probes` False leaves out the red team's false-fail probes."""
     on, sample = parse_red_team(red_team)
     verifiers: list[TrialVerifier] = [OracleVerifier(repeats=repeats), InvalidTestVerifier()]
     if on:
-        verifiers.append(RedTeamVerifier(sample=sample, model=model, learn_rubric=learn_rubric))
+        verifiers.append(RedTeamVerifier(sample=sample, model=model, learn_rubric=learn_rubric, probes=probes))
     on, sample = parse_mutation(mutation)
     if on:
         verifiers.append(MutationVerifier(sample=sample, writer=mutant_writer, written=written))

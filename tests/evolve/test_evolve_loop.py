@@ -474,6 +474,22 @@ def test_the_red_teams_hacker_runs_on_the_engines_model_and_learns_only_where_to
     assert not [v for v in run_verifiers(ScriptedEngine(), EvolveConfig(red_team="off")) if isinstance(v, RedTeamVerifier)]
 
 
+def test_evolve_runs_no_false_fail_probes_but_verify_does():
+    """The probes measure a task's quality and gate nothing: every candidate of a run would pay 2-4 trials for them."""
+    from envevo.evolve import run_verifiers
+    from envevo.verify import RedTeamVerifier, default_verifiers
+    from envevo.verify.exploits import get_exploit
+
+    task = FIXTURES / "hackable" / "loose_numbers"
+
+    def probes(verifiers) -> list[str]:
+        (red,) = [v for v in verifiers if isinstance(v, RedTeamVerifier)]
+        return [n for n, _ in red.plan(task) if get_exploit(n).kind == "probe"]
+
+    assert probes(default_verifiers(red_team="on"))  # verify and audit measure the false-fail rate
+    assert probes(run_verifiers(ScriptedEngine(), EvolveConfig(red_team="on"))) == []
+
+
 def test_the_model_writes_near_misses_only_when_the_run_asks_for_them():
     """Model-written mutants cost a call per candidate, and a recorded run replays only the calls it made: off
     unless --model-mutants N, and then N per candidate on the engine's own runtime."""
