@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import tempfile
@@ -137,6 +138,9 @@ def save(task: Task, dest: str | os.PathLike[str], *, overwrite: bool = False, v
         replace_dir(tmp, dest)
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise TaskError(f"cannot save task to {dest}: the disk is full; free space, then run again (what was "
+                            "committed is kept)") from e
         raise TaskError(f"cannot save task to {dest}: {e.strerror or e}; check the path and permissions") from e
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -104,3 +104,20 @@ def test_seeds_select_no_verify_does_not_ignore_model_silently(tmp_path) -> None
                                    "--model", "openai:gpt-4.1"])
     assert res.exit_code == 2 and "--model is for the verifiers" in res.output, res.output
     assert len(res.output.strip().splitlines()) == 1
+
+
+def test_a_full_disk_is_one_line_and_the_run_resumes(tmp_path, gate) -> None:  # noqa: F811
+    run = tmp_path / "run"
+    run.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(run)], capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here")
+    try:
+        res = _evolve(tmp_path)
+        assert res.exit_code == 2 and "the disk is full" in res.stderr, res.output
+        assert "Traceback" not in res.output and res.stderr.count("disk is full") == 1
+        subprocess.run(["mount", "-o", "remount,size=40m", str(run)], check=True)  # space freed
+        done = _evolve(tmp_path, "--resume")
+        assert done.exit_code == 0, done.output
+        assert {s["status"] for s in json.loads(done.stdout)["lineages"]} == {"done"}
+    finally:
+        subprocess.run(["umount", str(run)], check=True)
