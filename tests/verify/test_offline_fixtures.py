@@ -21,7 +21,7 @@ TASKS = [*SOUND, *MACHINE_LIMITS]
 @pytest.fixture(scope="module")
 def verdicts(sandbox, tmp_path_factory):
     dirs = [str(REALISTIC / t) for t in TASKS]
-    doctor = run_cli("doctor", "--fix", "--tasks", *dirs, "--json")
+    doctor = run_cli("doctor", "--fix", *(a for d in dirs for a in ("--tasks", d)), "--json")
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     proc = run_cli("verify", *dirs, "--repeats", "1", "--red-team", "off", "--mutation", "off", "--json",
                    "--jobs-dir", str(tmp_path_factory.mktemp("jobs")), env=dict(os.environ))
