@@ -16,16 +16,13 @@ ENVEVO = [sys.executable, "-m", "envevo.cli"]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """In a parallel run, hand out the files that start containers first (the Ray cluster's first of all): they take
-    minutes each, and one left for the end would run alone while the other workers idle. The order within a file is
-    kept, and every worker sorts the same way (xdist checks that the collections agree)."""
+    """In a parallel run, hand out the files that start containers first: they take minutes each, and one left for
+    the end would run alone while the other workers idle. The order within a file is kept, and every worker sorts the
+    same way (xdist checks that the collections agree)."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
-    rank: dict[Path, int] = {}
-    for item in items:
-        mark = 0 if item.get_closest_marker("cluster") else 1 if item.get_closest_marker("sandbox") else 2
-        rank[item.path] = min(rank.get(item.path, 2), mark)
-    items.sort(key=lambda item: rank[item.path])  # stable: collection order otherwise
+    containers = {item.path for item in items if item.get_closest_marker("sandbox")}
+    items.sort(key=lambda item: item.path not in containers)  # stable: collection order otherwise
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
