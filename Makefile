@@ -88,11 +88,12 @@ lint: venv
 	$(PY) -m envevo.cli._reference --check
 
 # Each suite is a timed stage (scripts/stage prints its wall time), so a CI log says where the minutes went.
-# The main suite runs in TEST_WORKERS processes (pytest-xdist): its sandbox tests mostly wait on podman, not on the CPU.
-# --dist loadfile keeps a file's tests in one process, so a module's shared fixture (one `verify` over many tasks, a
-# proxy, a Ray cluster) is made once. Tests marked `serial` count or sweep what every process owns on the shared
-# podman: they run afterwards, alone. Figures: benchmarks/README.md, "test suite wall time".
-TEST_WORKERS ?= 3
+# The main suite runs in TEST_WORKERS processes (pytest-xdist), one per core: its unit tests are CPU-bound CLI runs,
+# and its sandbox tests wait on podman part of the time. --dist loadfile keeps a file's tests in one process, so a
+# module's shared fixture (one `verify` over many tasks, a TLS proxy) is made once. Tests marked `serial` count or
+# sweep what every process owns on the shared podman, or (the Ray cluster) fail to start under load: they run
+# afterwards, alone. Figures: benchmarks/README.md, "Test suite wall time".
+TEST_WORKERS ?= 2
 test: lint sandbox rl-venv skyrl-venv taskset-venv
 	scripts/stage suite-main $(PY) -m pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m 'not serial'
 	scripts/stage suite-serial $(PY) -m pytest -q --durations=5 -m serial
