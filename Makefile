@@ -88,8 +88,15 @@ lint: venv
 	$(PY) -m envevo.cli._reference --check
 
 # Each suite is a timed stage (scripts/stage prints its wall time), so a CI log says where the minutes went.
+# The main suite runs in TEST_WORKERS processes (pytest-xdist), one per core: its unit tests are CPU-bound CLI runs,
+# and its sandbox tests wait on podman part of the time. --dist loadfile keeps a file's tests in one process, so a
+# module's shared fixture (one `verify` over many tasks, a TLS proxy) is made once. Tests marked `serial` count or
+# sweep what every process owns on the shared podman, or (the Ray cluster) fail to start under load: they run
+# afterwards, alone. Figures: benchmarks/README.md, "Test suite wall time".
+TEST_WORKERS ?= 2
 test: lint sandbox rl-venv skyrl-venv taskset-venv
-	scripts/stage suite-main $(PY) -m pytest -q --durations=25
+	scripts/stage suite-main $(PY) -m pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m 'not serial'
+	scripts/stage suite-serial $(PY) -m pytest -q --durations=5 -m serial
 	ENVEVO_RL_TESTS=1 ENVEVO_RUNTIME_PYTHON=$(abspath $(PY)) scripts/stage suite-rl $(RLVENV)/bin/python -m pytest -q tests/schedule/test_adapters_verl.py tests/schedule/test_adapters_trl.py tests/schedule/test_adapters_prime_rl.py
 	ENVEVO_RL_TESTS=1 scripts/stage suite-skyrl $(SKYVENV)/bin/python -m pytest -q tests/schedule/test_adapters_skyrl.py
 	ENVEVO_RL_TESTS=1 scripts/stage suite-taskset $(TASKSETVENV)/bin/python -m pytest -q tests/schedule/test_adapters_taskset.py
@@ -104,7 +111,7 @@ test-realmodel: sandbox realmodel
 
 # Everything but the tests that start containers.
 test-fast: venv
-	$(PY) -m pytest -q -m 'not sandbox'
+	$(PY) -m pytest -q -n auto --dist loadfile --no-loadscope-reorder -m 'not sandbox'
 
 clean:
 	rm -rf $(VENV) $(RLVENV) $(SKYVENV) $(TORCHVENV) $(TASKSETVENV) jobs runs .pytest_cache

@@ -15,6 +15,23 @@ FIXTURES = ROOT / "tests" / "fixtures"
 ENVEVO = [sys.executable, "-m", "envevo.cli"]
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In a parallel run, hand out the files that start containers first: they take minutes each, and one left for
+    the end would run alone while the other workers idle. The order within a file is kept, and every worker sorts the
+    same way (xdist checks that the collections agree)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    containers = {item.path for item in items if item.get_closest_marker("sandbox")}
+    items.sort(key=lambda item: item.path not in containers)  # stable: collection order otherwise
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A `serial` test fails at once in a parallel run (pytest -n N, N > 1): what it counts or sweeps on the shared
+    podman would race the other workers' containers. `make test` runs them alone, after the parallel pass."""
+    if item.get_closest_marker("serial") and int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+        pytest.fail("a `serial` test runs alone: `pytest -m serial` without -n (make test does)", pytrace=False)
+
+
 @pytest.fixture(autouse=True)
 def _no_real_models(monkeypatch):
     """No test reaches a real model: pydantic-ai refuses model requests unless a test against a fake server turns

@@ -86,6 +86,7 @@ def test_harbor_podman_stays_selectable(sandbox, tmp_path):
 
 
 @pytest.mark.sandbox
+@pytest.mark.serial  # it compares the whole image store before and after: a parallel build would add to it
 def test_a_failed_build_leaves_no_images(sandbox, tmp_path):
     from envevo.runtime._image_cache import build_cached_image
 

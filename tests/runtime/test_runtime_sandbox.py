@@ -68,6 +68,9 @@ def test_ctrl_c_leaves_no_container(sandbox, tmp_path):
     assert list_containers(sandbox, owner=owner) == []
 
 
+# Serial: any other envevo process's start-up sweep (every CLI run does one) could remove the killed run's sandboxes
+# before this test sees them, and its own sweep's count would then be 0.
+@pytest.mark.serial
 def test_kill_9_leftovers_are_swept_by_the_next_run(sandbox, tmp_path):
     proc, owner = _start_slow_verify(sandbox, tmp_path)
     proc.kill()

@@ -74,6 +74,8 @@ def test_doctor_rejects_remote_envs():
 
 
 @pytest.mark.sandbox
+# Serial: a kill -9 test running beside it leaves orphans for a moment, which --fix would sweep ("fixed", not "ok").
+@pytest.mark.serial
 def test_doctor_fix_changes_nothing_on_a_healthy_host(sandbox):
     first = run_cli("doctor", "--json", "--tasks", str(ROOT / "examples" / "seeds"))
     assert first.returncode == 0, first.stderr
