@@ -57,3 +57,19 @@ def tiny_gpt2(words: list[str]) -> tuple[Any, Any]:
     model = GPT2LMHeadModel(GPT2Config(vocab_size=len(vocab), n_embd=16, n_layer=1, n_head=2, n_positions=64,
                                        bos_token_id=2, eos_token_id=2, pad_token_id=0))
     return model, hf
+
+
+def task_export(tmp_path: Path, tasks: dict[str, Any]) -> Path:
+    """`envevo export RUN --format rl` of a run with one single-generation lineage per TASKS entry (name -> a Task or
+    a task dir): real tasks, for tests whose rollouts are live trials."""
+    from envevo.schedule import export_rl
+    from envevo.store import LineageStore
+    from envevo.task import load_task
+    from tests.store.test_store_support import difficulty_of, trace_of
+
+    with LineageStore.open(tmp_path / "run") as store:
+        for name, task in tasks.items():
+            task = load_task(task) if isinstance(task, (str, Path)) else task
+            store.create_lineage(name, task, trace=trace_of(1), difficulty=difficulty_of(1))
+        export_rl(store, tmp_path / "rl")
+    return tmp_path / "rl"
