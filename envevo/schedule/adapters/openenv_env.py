@@ -32,6 +32,7 @@ import itertools
 import os
 import socket
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -212,12 +213,16 @@ def check_port(host: str, port: int) -> None:
             raise UserError(f"port {port} on {host} {why}; choose another with --port") from None
 
 
-def serve(export_dir: str | os.PathLike[str], *, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> None:
-    """Serve the export until interrupted (the worker removes every sandbox it holds on exit)."""
+def serve(export_dir: str | os.PathLike[str], *, host: str = "127.0.0.1", port: int = 8000,
+          announce: Callable[[str], None] | None = None, **options: Any) -> None:
+    """Serve the export until interrupted (the worker removes every sandbox it holds on exit); ``announce`` gets the
+    URL once the port and the export were checked."""
     import uvicorn
 
     check_port(host, port)
     app = create_export_app(export_dir, **options)
+    if announce is not None:
+        announce(f"http://{host}:{port}")
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 

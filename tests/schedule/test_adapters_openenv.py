@@ -52,6 +52,17 @@ def test_a_port_in_use_is_one_line():
             check_port("127.0.0.1", port)
 
 
+def test_envevo_serve_on_a_port_in_use_is_one_line_and_exit_2(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        proc = subprocess.run([sys.executable, "-m", "envevo.cli", "serve", str(tmp_path), "--port", str(port)],
+                              capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"error: port {port} on 127.0.0.1 is in use; choose another with --port"
+
+
 def test_a_changed_task_is_refused_before_serving(tmp_path):
     import shutil
 
