@@ -102,7 +102,7 @@ lint: venv
 # Each suite is a timed stage (scripts/stage prints its wall time), so a CI log says where the minutes went.
 test: lint sandbox rl-venv skyrl-venv taskset-venv openenv-venv
 	scripts/stage suite-main $(PY) -m pytest -q --durations=25
-	ENVEVO_RL_TESTS=1 ENVEVO_RUNTIME_PYTHON=$(abspath $(PY)) scripts/stage suite-rl $(RLVENV)/bin/python -m pytest -q tests/schedule/test_adapters_verl.py tests/schedule/test_adapters_trl.py tests/schedule/test_adapters_prime_rl.py
+	ENVEVO_RL_TESTS=1 ENVEVO_RUNTIME_PYTHON=$(abspath $(PY)) scripts/stage suite-rl $(RLVENV)/bin/python -m pytest -q tests/schedule/test_adapters_verl.py tests/schedule/test_adapters_trl.py tests/schedule/test_adapters_trl_el_loop.py tests/schedule/test_adapters_prime_rl.py
 	ENVEVO_RL_TESTS=1 ENVEVO_RUNTIME_PYTHON=$(abspath $(PY)) scripts/stage suite-skyrl $(SKYVENV)/bin/python -m pytest -q tests/schedule/test_adapters_skyrl.py tests/schedule/test_adapters_skyrl_live.py
 	ENVEVO_RL_TESTS=1 scripts/stage suite-taskset $(TASKSETVENV)/bin/python -m pytest -q tests/schedule/test_adapters_taskset.py
 	ENVEVO_RL_TESTS=1 ENVEVO_RUNTIME_PYTHON=$(abspath $(PY)) scripts/stage suite-openenv $(OPENENVVENV)/bin/python -m pytest -q tests/schedule/test_adapters_openenv.py
