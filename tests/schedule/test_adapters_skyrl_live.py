@@ -40,6 +40,22 @@ def test_the_first_fenced_block_is_the_command():
     assert command_of("all done") is None and command_of("```bash\n\n```") is None
 
 
+def test_the_documented_experiment_wires_the_live_generator_to_the_scheduler(tmp_path):
+    from types import SimpleNamespace
+
+    from envevo.schedule.adapters.skyrl import EnvevoGenerator, EnvevoHarborDataset
+    from tests.schedule._trainer_support import rl_export, snippet
+
+    ns: dict = {}
+    exec(snippet("skyrl-live"), ns)  # noqa: S102 - our own docs
+    exp = ns["EnvevoLiveExp"].__new__(ns["EnvevoLiveExp"])
+    exp.train_dataset = EnvevoHarborDataset.from_export(rl_export(tmp_path, lineages=2, generations=1), group_size=2)
+    _, tok = tiny_gpt2(["a"])
+    gen = exp.get_generator(SimpleNamespace(generator=SimpleNamespace(max_turns=4)), tok, ScriptedEngine(tok, []))
+    assert isinstance(gen, EnvevoGenerator) and isinstance(gen.inner, EnvevoLiveGenerator)
+    assert gen.dataset is exp.train_dataset and gen.inner.max_turns == 4
+
+
 @pytest.mark.sandbox
 @pytest.mark.timeout(900)
 def test_skyrl_generator_contract_on_live_trials_reference_one_nothing_zero_shim_zero():
