@@ -230,7 +230,8 @@ class EnvevoEnvClient(EnvClient[EnvevoAction, EnvevoObservation, EnvevoState]):
     """OpenEnv's client for this server (``.sync()`` for the synchronous one)."""
 
     def _step_payload(self, action: EnvevoAction) -> dict[str, Any]:
-        return action.model_dump(exclude={"metadata"})
+        payload: dict[str, Any] = action.model_dump(exclude={"metadata"})
+        return payload
 
     def _parse_result(self, payload: dict[str, Any]) -> StepResult[EnvevoObservation]:
         obs = dict(payload.get("observation") or {})
@@ -239,7 +240,8 @@ class EnvevoEnvClient(EnvClient[EnvevoAction, EnvevoObservation, EnvevoState]):
         return StepResult(observation=observation, reward=observation.reward, done=observation.done)
 
     def _parse_state(self, payload: dict[str, Any]) -> EnvevoState:
-        return EnvevoState.model_validate(payload)
+        state: EnvevoState = EnvevoState.model_validate(payload)
+        return state
 
 
 __all__ = ["EnvevoAction", "EnvevoEnvClient", "EnvevoObservation", "EnvevoState", "EnvevoTaskEnvironment",
