@@ -27,6 +27,9 @@ def serve(
 
     Needs the openenv extra (`pip install 'envevo[openenv]'`); the trials run in ENVEVO_RUNTIME_PYTHON when this
     interpreter has no Harbor. A client that disconnects or stays idle frees its sandbox."""
+    from envevo.schedule.adapters.ports import check_port
+
+    check_port(host, port)  # before OpenEnv (gradio, fastmcp) takes its seconds to import
     try:
         from envevo.schedule.adapters.openenv_env import serve as run_server
     except ImportError as exc:

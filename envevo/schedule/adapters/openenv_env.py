@@ -26,11 +26,9 @@ holds when the server exits.
 
 from __future__ import annotations
 
-import errno
 import functools
 import itertools
 import os
-import socket
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -43,10 +41,10 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, ConcurrencyConfig, Observation, State
 from pydantic import Field
 
-from envevo.errors import UserError
 from envevo.runtime import ErrorKind, TrialOutcome
 from envevo.schedule.adapters._common import ENV_ID, check_export_rows, read_export_index
 from envevo.schedule.adapters._live_client import LiveTrialFailed, shared_client
+from envevo.schedule.adapters.ports import check_port
 
 _NOT_THE_POLICY = {ErrorKind.INFRASTRUCTURE_ERROR, ErrorKind.ENVIRONMENT_BUILD_FAILURE}
 PROMPT_SUFFIX = ("\n\nEach step runs one bash command in the task's sandbox (files and processes persist). "
@@ -201,16 +199,6 @@ def create_export_app(export_dir: str | os.PathLike[str], *, env: str = "podman"
                                 timeout_sec=timeout_sec, idle_timeout=idle_timeout)
     return create_fastapi_app(factory, EnvevoAction, EnvevoObservation, env_name="envevo", state_cls=EnvevoState,
                               concurrency_config=ConcurrencyConfig(max_concurrent_envs=max_sessions))
-
-
-def check_port(host: str, port: int) -> None:
-    """One line, before any trial starts, when HOST:PORT cannot be served."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-        try:
-            s.bind((host, port))
-        except OSError as exc:
-            why = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc.strerror})"
-            raise UserError(f"port {port} on {host} {why}; choose another with --port") from None
 
 
 def serve(export_dir: str | os.PathLike[str], *, host: str = "127.0.0.1", port: int = 8000,
