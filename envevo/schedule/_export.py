@@ -27,12 +27,14 @@ def export_rl(
     """What the RL trainers' adapters load: a Harbor dataset folder `OUT/tasks/` and `OUT/index.parquet`.
 
     One index row per committed version: `env_id` (its dataset name), `lineage`, `generation`, `version` (the
-    content hash), `D_T`, `task_dir` (inside OUT/tasks); verl's columns `prompt` (the instruction as one user
+    content hash), `D_T`, `task_dir` (inside OUT/tasks), `task_hash` (the exported dir's content hash: the adapters
+    refuse a row whose dir changed since); verl's columns `prompt` (the instruction as one user
     message), `data_source` ("envevo"), `reward_model` {style "harbor", ground_truth = task_dir} and
     `extra_info` {index, env_id, lineage, generation, task_dir}, the struct verl copies into every rollout so
     results map back to environments.
     """
     from envevo.store import EXPORT_MARKER, StoreError, check_replaceable, export_harbor, flat_rows, write_marker
+    from envevo.task import content_hash
 
     try:
         import pyarrow as pa
@@ -56,6 +58,7 @@ def export_rl(
         "version": [r["task_hash"] for r in rows],
         "D_T": pa.array([r["D_T"] for r in rows], pa.float64()),
         "task_dir": task_dirs,
+        "task_hash": [content_hash(d) for d in task_dirs],
         "prompt": [[{"role": "user", "content": text}] for text in instructions],
         "data_source": ["envevo"] * len(rows),
         "reward_model": [{"style": "harbor", "ground_truth": d} for d in task_dirs],

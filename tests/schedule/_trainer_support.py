@@ -44,7 +44,7 @@ def rl_export(tmp_path: Path, lineages: int = 3, generations: int = 2) -> Path:
     return tmp_path / "rl"
 
 
-def tiny_gpt2(words: list[str]) -> tuple[Any, Any]:
+def tiny_gpt2(words: list[str], positions: int = 64) -> tuple[Any, Any]:
     """A 1-layer, 16-dim GPT-2 and a word-level tokenizer over WORDS (with a chat template): CPU-sized."""
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
@@ -54,6 +54,22 @@ def tiny_gpt2(words: list[str]) -> tuple[Any, Any]:
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     hf = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", eos_token="[EOS]")
     hf.chat_template = "{% for m in messages %}{{ m['content'] }} {% endfor %}"
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=len(vocab), n_embd=16, n_layer=1, n_head=2, n_positions=64,
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=len(vocab), n_embd=16, n_layer=1, n_head=2, n_positions=positions,
                                        bos_token_id=2, eos_token_id=2, pad_token_id=0))
     return model, hf
+
+
+def task_export(tmp_path: Path, tasks: dict[str, Any]) -> Path:
+    """`envevo export RUN --format rl` of a run with one single-generation lineage per TASKS entry (name -> a Task or
+    a task dir): real tasks, for tests whose rollouts are live trials."""
+    from envevo.schedule import export_rl
+    from envevo.store import LineageStore
+    from envevo.task import load_task
+    from tests.store.test_store_support import difficulty_of, trace_of
+
+    with LineageStore.open(tmp_path / "run") as store:
+        for name, task in tasks.items():
+            task = load_task(task) if isinstance(task, (str, Path)) else task
+            store.create_lineage(name, task, trace=trace_of(1), difficulty=difficulty_of(1))
+        export_rl(store, tmp_path / "rl")
+    return tmp_path / "rl"

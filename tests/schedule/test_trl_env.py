@@ -139,3 +139,40 @@ def test_a_verifier_environment_table_alone_declares_a_separate_verifier(tmp_pat
     toml = (task / "task.toml").read_text().replace('environment_mode = "separate"\n', "")
     (task / "task.toml").write_text(toml + '\n[verifier.environment]\ndocker_image = "debian:bookworm-slim"\n')
     assert "separate verifier" in lost_under_trl_harbor_env([task])["implied"]
+
+
+TRAINER = """
+import sys
+from envevo.schedule.adapters._live_client import LiveTrialClient
+client = LiveTrialClient()
+trial = client.start(sys.argv[1], "podman")
+client.exec(trial, "true")                      # the sandbox is up
+print(client._proc.pid, flush=True)             # the worker, whose pid labels the sandbox
+import time; time.sleep(3600)                   # mid-rollout: the reward is never asked for
+"""
+
+
+@pytest.mark.sandbox
+@pytest.mark.timeout(600)
+def test_a_trainer_killed_mid_rollout_leaves_no_sandbox(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from envevo.runtime import list_containers, owner_id
+
+    trainer = subprocess.Popen([sys.executable, "-c", TRAINER, str(SEPARATE)], stdout=subprocess.PIPE, text=True,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert trainer.stdout is not None
+        worker = int(trainer.stdout.readline())
+        assert list_containers("podman", owner_id(worker))
+        os.kill(trainer.pid, signal.SIGKILL)  # no atexit, no finally: only the worker's end of stdin is left
+        start = time.monotonic()
+        while list_containers("podman", owner_id(worker)):
+            assert time.monotonic() - start < 60, "the killed trainer's sandbox outlived it"
+            time.sleep(2)
+    finally:
+        trainer.kill()
+        trainer.wait()

@@ -20,6 +20,7 @@ from envevo.schedule._records import EnvRecord, ScheduleError
 
 #: The dataset columns (or ``extra_info`` keys) an adapter reads.
 ENV_ID, LINEAGE, GENERATION, D_T = "env_id", "lineage", "generation", "D_T"
+TASK_HASH = "task_hash"  # the exported task dir's content hash
 
 
 def lineages_from_rows(rows: Iterable[Mapping[str, Any]]) -> list[EnvRecord]:
@@ -49,9 +50,10 @@ def lineages_from_rows(rows: Iterable[Mapping[str, Any]]) -> list[EnvRecord]:
     return list(seen.values())  # grouped by lineage by normalize_lineages
 
 
-def read_export_index(export_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The rows of ``OUT/index.parquet`` (``env_id``, ``lineage``, ``generation``, ``D_T``, ``task_dir``) of an
-    ``envevo export RUN --format rl --out OUT`` folder."""
+def read_export_index(export_dir: str | os.PathLike[str], *, check: bool = True) -> list[dict[str, Any]]:
+    """The rows of ``OUT/index.parquet`` (``env_id``, ``lineage``, ``generation``, ``D_T``, ``task_dir``,
+    ``task_hash``) of an ``envevo export RUN --format rl --out OUT`` folder; with ``check``, every row's task
+    directory must still be what was exported (:func:`check_export_rows`)."""
     from envevo.schedule._export import RL_INDEX
 
     index = Path(export_dir).expanduser() / RL_INDEX
@@ -59,7 +61,35 @@ def read_export_index(export_dir: str | os.PathLike[str]) -> list[dict[str, Any]
         raise ScheduleError(f"{index.parent} has no {RL_INDEX}; write it with `envevo export RUN --format rl --out DIR`")
     import pyarrow.parquet as pq
 
-    return pq.read_table(index, columns=[ENV_ID, LINEAGE, GENERATION, D_T, "task_dir"]).to_pylist()  # type: ignore[no-any-return]
+    names = set(pq.read_schema(index).names)
+    columns = [c for c in (ENV_ID, LINEAGE, GENERATION, D_T, "task_dir", TASK_HASH) if c in names]
+    rows: list[dict[str, Any]] = pq.read_table(index, columns=columns).to_pylist()
+    if check:
+        check_export_rows(rows)
+    return rows
+
+
+def check_export_rows(rows: Iterable[Mapping[str, Any]]) -> None:
+    """Refuse, by name, a row whose task directory is gone or whose content changed since the export (its
+    ``task_hash``): a trainer would otherwise train on a task that was never verified."""
+    from envevo.errors import TaskError
+    from envevo.task import content_hash
+
+    for row in rows:
+        name, task_dir = row.get(ENV_ID), Path(str(row.get("task_dir")))
+        if not (task_dir / "task.toml").is_file():
+            raise ScheduleError(f"dataset row {name!r}: its task directory {task_dir} is missing; re-export the run")
+        expected = row.get(TASK_HASH)
+        if expected is None:
+            raise ScheduleError(f"dataset row {name!r} has no {TASK_HASH}: the export predates it; re-export the run "
+                                "with `envevo export RUN --format rl`")
+        try:
+            actual = content_hash(task_dir)
+        except TaskError as exc:
+            raise ScheduleError(f"dataset row {name!r}: {task_dir} no longer loads ({exc}); re-export the run") from None
+        if actual != expected:
+            raise ScheduleError(f"dataset row {name!r}: {task_dir} changed since the export (content hash "
+                                f"{actual[:12]}, exported {str(expected)[:12]}); re-export the run")
 
 
 def build_scheduler(

@@ -42,6 +42,7 @@ from envevo.schedule.adapters._common import (
     read_export_index,
     row_positions,
 )
+from envevo.schedule.adapters._steplog import StepLog
 from envevo.schedule.adapters.trl_env import lost_under_trl_harbor_env
 
 
@@ -123,7 +124,8 @@ class EnvevoGRPOTrainer(GRPOTrainer):
     """``GRPOTrainer`` whose training prompts follow an envevo scheduler and whose rewards feed it back.
 
     Pass ``scheduler=`` (an instance, or a spec such as ``"el"`` built over the train dataset's rows with
-    ``scheduler_seed`` and ``scheduler_options``); everything else is ``GRPOTrainer``'s."""
+    ``scheduler_seed`` and ``scheduler_options``); ``step_log=PATH`` appends one JSON line per generation batch
+    (envevo/schedule/adapters/_steplog.py); everything else is ``GRPOTrainer``'s."""
 
     def __init__(
         self,
@@ -133,6 +135,7 @@ class EnvevoGRPOTrainer(GRPOTrainer):
         scheduler_options: dict[str, Any] | None = None,
         env_column: str = ENV_ID,
         allow_trl_harbor_env: bool = False,
+        step_log: str | os.PathLike[str] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -150,6 +153,8 @@ class EnvevoGRPOTrainer(GRPOTrainer):
             raise ScheduleError(f"the scheduler's group_size ({self.scheduler.group_size}) must equal "
                                 f"num_generations ({self.num_generations})")
         self.curriculum_observations: list[Observation] = []
+        # RUN/training/NAME.jsonl: `envevo report RUN` shows it (the main process writes it)
+        self.step_log = StepLog(step_log, ds.to_list()) if step_log is not None and self.accelerator.is_main_process else None
 
     def _get_train_sampler(self, dataset: Any = None) -> Sampler:
         if dataset is None:
@@ -172,6 +177,10 @@ class EnvevoGRPOTrainer(GRPOTrainer):
             rewards = (rewards_per_func * weights).nansum(dim=1).tolist()
             obs = observe_groups(self.scheduler, env_ids, rewards, self.num_generations)
             self.curriculum_observations.extend(obs)
+            if self.step_log is not None:
+                n = self.num_generations
+                self.step_log.record(self.state.global_step + 1, self.scheduler, obs,
+                                     [rewards[k:k + n] for k in range(0, len(rewards), n)])
         return rewards_per_func
 
     def _save_checkpoint(self, model: torch.nn.Module, trial: Any) -> None:  # the scheduler state travels with every checkpoint
