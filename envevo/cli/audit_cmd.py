@@ -35,8 +35,8 @@ from envevo.cli._common import (
     verdicts_exit_code,
 )
 from envevo.cli._verifier_model import USAGE_TITLE, model_usage, verification_model
-from envevo.cli.verify_cmd import check_mutation
-from envevo.errors import UserError
+from envevo.cli.verify_cmd import REFUSED, print_refused, check_mutation, refusal
+from envevo.errors import ExitCode, UserError
 from envevo.verify import AUDIT_RESULTS as RESULTS
 from envevo.verify import load_audit_results as load_results
 from envevo.verify import summarize_audit as summarize
@@ -100,12 +100,16 @@ def audit(
     --json prints {tasks: [...], summary: {...}, results: PATH, usage: [...]}; a task's status is ok, weak,
     inconclusive or fail, and its mutation entry lists the survivors and the equivalent mutants.
 
-    Exit code: 0 every task ok; 1 some task fails; 3 none fails but some verdict is inconclusive (this host could not
-    run it); 4 none fails nor is inconclusive but some task is weak (its tests miss a near miss); 2 bad input."""
+    A task that cannot be loaded or run as given (a malformed task.toml, a compose file that mounts the host) is
+    refused with its one line, in the table and in --json's `refused`; the others are audited.
+
+    Exit code: 0 every task ok; 1 some task fails (a refused task counts as failed); 3 none fails but some verdict is
+    inconclusive (this host could not run it); 4 none fails nor is inconclusive but some task is weak (its tests miss
+    a near miss); 2 bad input, or every task refused."""
     from envevo._home import private_dir
     from envevo.llm import verifiers_with_model
     from envevo.sandbox import runnable_copy
-    from envevo.task import load_image_map, load_task_args, unique_by_hash
+    from envevo.task import load_image_map, load_task_batch, unique_by_hash
     from envevo.verify import (
         audit_record,
         audit_sarif,
@@ -132,7 +136,11 @@ def audit(
 
     scale_out(executor_name, ray_address, max_sandboxes, start_rate, trials=True)
     mapping = load_image_map(image_map, config)
-    loaded = load_task_args(tasks)  # every task validated before any container starts
+    # Every task validated before any container starts; one that is refused gets its line, the batch goes on.
+    loaded, refused = load_task_batch(tasks)
+    if not loaded:
+        print_refused(refused, json_out)
+        raise typer.Exit(ExitCode.USAGE)  # nothing could be audited
     done = load_results(results)
     todo = unique_by_hash(loaded, skip=done)
     if done:
@@ -149,7 +157,12 @@ def audit(
 
         async def one(t) -> None:
             async with in_flight:
-                task_dir, subs = runnable_copy(t, env, mapping, jobs / "_tasks")
+                try:
+                    task_dir, subs = runnable_copy(t, env, mapping, jobs / "_tasks")
+                except UserError as exc:  # refused for this task only: the others go on
+                    refused.append((t.source or Path(t.name), str(exc)))
+                    advance(f"{t.name} → refused")
+                    return
                 key = f"{t.name}-{t.content_hash()[:10]}"
                 (v,) = await verify_tasks([(key, task_dir)], jobs, env=env, verifiers=verifiers, gate=gate,
                                           strict=mutation_strict(mutation))
@@ -169,13 +182,14 @@ def audit(
         asyncio.run(run_all(advance, sink))
     wall = time.monotonic() - t0
 
-    records = [done[h] for h in dict.fromkeys(t.content_hash() for t in loaded)]
+    records = [done[h] for h in dict.fromkeys(t.content_hash() for t in loaded) if h in done]
     summary = summarize(records)
     usage = model_usage(runtime)  # this invocation's (a resumed audit's earlier calls are not counted again)
     if json_out:
         print_json({"tasks": [{k: r[k] for k in ("task", "hash", "source", "status", "broken_by", "hackable")}
                               | {"mutation": r.get("mutation"), "reasons": record_reasons(r)} for r in records],
-                    "summary": summary, "results": str(results), "usage": usage})
+                    "summary": summary, "results": str(results), "usage": usage,
+                    "refused": [refusal(d, why) for d, why in refused]})
     else:
         table = Table(title=f"envevo audit ({env}, red team {red_team}, mutation {mutation}, {len(records)} task(s), "
                             f"{wall:.0f} s)")
@@ -186,6 +200,8 @@ def audit(
             table.add_row(r["task"], STATUS[r["status"]], escape(", ".join(r["broken_by"])) or "-",
                           escape(mutation_cell(r)),
                           escape(reasons[0].splitlines()[0]) if reasons else "-")
+        for d, why in refused:
+            table.add_row(escape(d.name), REFUSED, "-", "-", escape(why.splitlines()[0]))
         out.print(table)
         classes = ", ".join(f"{k} {n}" for k, n in summary["failure_classes"].items()) or "none"
         statuses = ", ".join(f"{n} {s}" for s, n in summary["status"].items())
@@ -204,7 +220,7 @@ def audit(
         if hits:
             err.print(f"--fail-on: {', '.join(sorted(hits))} broke some task")
         raise typer.Exit(1 if hits else 0)
-    raise typer.Exit(verdicts_exit_code(r["status"] for r in records))
+    raise typer.Exit(verdicts_exit_code([r["status"] for r in records] + ["fail"] * len(refused)))
 
 
 def check_fail_on(values: list[str]) -> list[str]:

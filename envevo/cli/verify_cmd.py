@@ -123,7 +123,7 @@ def verify(
             refused.append((t.source or Path(t.name), str(exc)))
     runnable = [(name, task_dir) for name, (task_dir, _) in prepared.items()]
     if not runnable:
-        _print_refused(refused, json_out)
+        print_refused(refused, json_out)
         raise typer.Exit(ExitCode.USAGE)  # nothing could be verified
 
     verifiers = verifiers_with_model(repeats, red_team=red_team, mutation=mutation, runtime=runtime,
@@ -196,7 +196,7 @@ def refusal(task_dir: Path, reason: str) -> dict:
     return {"task": task_dir.name, "task_dir": str(task_dir), "status": "refused", "ok": False, "reason": reason}
 
 
-def _print_refused(refused: list[tuple[Path, str]], json_out: bool) -> None:
+def print_refused(refused: list[tuple[Path, str]], json_out: bool) -> None:
     if json_out:
         print_json([refusal(d, why) for d, why in refused])
         return

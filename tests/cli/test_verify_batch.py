@@ -87,3 +87,23 @@ def test_a_missing_path_is_said_before_any_work(tmp_path, monkeypatch) -> None:
     res = _verify(tmp_path / "nonexistent")
     assert res.exit_code == ExitCode.USAGE and "does not exist" in res.output
     assert len(res.output.strip().splitlines()) == 1
+
+
+def test_audit_refuses_a_task_with_its_line_and_audits_the_others(folder, tmp_path, fake_sandbox, monkeypatch) -> None:
+    monkeypatch.setattr("envevo.cli.audit_cmd.preflight", lambda env: None)
+    for name in ("good-a", "good-b"):  # the audit keeps one task per content: make each its own
+        (folder / name / "instruction.md").write_text(f"{name}: " + (folder / name / "instruction.md").read_text())
+    args = ["audit", str(folder), "--out", str(tmp_path / "audit"), "--red-team", "off", "--mutation", "off",
+            "--repeats", "1"]
+    res = runner.invoke(app, [*args, "--json"])
+    assert res.exit_code == ExitCode.FAIL, res.output  # a refusal counts as a failure
+    doc = json.loads(res.stdout)
+    assert sorted(n.rsplit("-", 1)[0] for n in fake_sandbox) == ["good-a", "good-b"]  # keyed by name and hash
+    assert sorted(t["task"] for t in doc["tasks"]) == ["good-a", "good-b"]
+    assert {r["task"]: r["status"] for r in doc["refused"]} == {"socket": "refused", "bad-toml": "refused",
+                                                                "copy-refused": "refused"}
+    table = runner.invoke(app, [*args, "--resume"])  # the audited tasks are kept; the refused ones said again
+    assert table.exit_code == ExitCode.FAIL and table.stdout.count("│ refused ") == 3, table.output
+    every = runner.invoke(app, ["audit", str(folder / "socket"), str(folder / "bad-toml"), "--out",
+                                str(tmp_path / "audit2"), "--red-team", "off", "--mutation", "off"])
+    assert every.exit_code == ExitCode.USAGE and "Traceback" not in every.output, every.output
