@@ -35,7 +35,7 @@ from envevo.cli._common import (
     verdicts_exit_code,
 )
 from envevo.cli._verifier_model import USAGE_TITLE, model_usage, verification_model
-from envevo.cli.verify_cmd import REFUSED, print_refused, check_mutation, refusal
+from envevo.cli.verify_cmd import REFUSED, check_mutation, print_refused, refusal
 from envevo.errors import ExitCode, UserError
 from envevo.verify import AUDIT_RESULTS as RESULTS
 from envevo.verify import load_audit_results as load_results
