@@ -11,11 +11,16 @@ declares them as ARGs, with the values as build args; podman-compose mounts the 
 
 The main service's downloads go through envevo's archive extraction (envevo/runtime/_compose_copy.py), not Harbor's
 `compose cp` into the host dir.
+
+The compose tool runs without the host's environment: it interpolates `${VAR}` in the task's compose file from its
+own environment, so a task could read any host secret that way. It gets what the tool itself needs (PATH, HOME,
+the engine's and the proxy's settings) and the variables the user passed (`--pass-env`), nothing else.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -29,8 +34,24 @@ from harbor.environments.podman import PodmanEnvironment
 
 from envevo.runtime import _host_ca
 from envevo.runtime._compose_copy import ArchiveDownloads
+from envevo.task import passed_names
 
 _INTERNAL_OVERLAY = "networks:\n  default:\n    internal: true\n"
+
+# What the compose tool and the engine under it read from the environment; no task may see anything else of the host's.
+_TOOL_ENV = frozenset({"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TZ", "TMPDIR", "TERM", "XDG_RUNTIME_DIR",
+                       "XDG_CONFIG_HOME", "XDG_DATA_HOME", "DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT",
+                       "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY", "DOCKER_BUILDKIT", "ENVEVO_HOST_CA_BUNDLE",
+                       "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy",
+                       "all_proxy"})
+_TOOL_PREFIXES = ("LC_", "CONTAINERS_", "CONTAINER_", "PODMAN_", "BUILDAH_")
+
+
+def compose_host_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The part of the host's environment the compose tool may see: its own settings and the passed variables."""
+    env = dict(os.environ if environ is None else environ)
+    passed = passed_names(env)
+    return {k: v for k, v in env.items() if k in _TOOL_ENV or k.startswith(_TOOL_PREFIXES) or k in passed}
 
 
 class _NoNetworkCompose:
@@ -71,6 +92,10 @@ class _NoNetworkCompose:
         self.extra_docker_compose_paths = [*self.extra_docker_compose_paths, overlay]
         if builds:
             self._envevo_build_volume = _host_ca.volume_args()[1]
+
+    def _compose_env_vars(self, include_os_env: bool = True) -> dict[str, str]:
+        env: dict[str, str] = super()._compose_env_vars(include_os_env=False)  # type: ignore[misc]
+        return {**compose_host_env(), **env} if include_os_env else env
 
     async def _run_docker_compose_command(self, command: list[str], *args: Any, **kwargs: Any) -> Any:
         volume = getattr(self, "_envevo_build_volume", None)
