@@ -14,3 +14,15 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def die_with_parent(nice: int = 0) -> None:
+    """For `preexec_fn`: the child gets SIGTERM when the process that started it dies, even by SIGKILL or a SIGTERM
+    that skips its cleanup (Linux's PR_SET_PDEATHSIG), so a helper server never outlives its owner; then `nice`."""
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+    if nice:
+        os.nice(nice)

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from envevo._process import die_with_parent
+
 from tests.conftest import ENVEVO, ROOT
 
 pytestmark = pytest.mark.realmodel
@@ -64,7 +66,8 @@ def llama(tmp_path_factory):
         proc = subprocess.Popen([str(SERVER), "-m", str(GGUF), "--alias", SERVED, "--host", "127.0.0.1",
                                  "--port", str(port), "--jinja", "--chat-template-file", str(TEMPLATE), "-c", "32768",
                                  "-np", "2", "--metrics", "-t", "2"], stdout=out, stderr=subprocess.STDOUT,
-                                preexec_fn=lambda: os.nice(19))  # the lowest CPU priority: the machine is shared
+                                # The lowest CPU priority (the machine is shared), and gone with pytest, however it ends.
+                                preexec_fn=lambda: die_with_parent(nice=19))
     base = f"http://127.0.0.1:{port}"
     LOGS[base] = log
     try:
