@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from envevo._process import die_with_parent, pid_alive
+from envevo._process import pid_alive
 
 _OWNER = """
 import subprocess, sys, time

@@ -24,7 +24,6 @@ from pathlib import Path
 import pytest
 
 from envevo._process import die_with_parent
-
 from tests.conftest import ENVEVO, ROOT
 
 pytestmark = pytest.mark.realmodel
