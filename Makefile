@@ -85,7 +85,7 @@ sandbox: venv
 # then the lineage and its HTML report. Re-running resumes (and finishes at once when done).
 demo: sandbox
 	test -f $(DEMO)/seed/task.toml || $(ENVEVO) seed procedural $(DEMO)/seed --length 3 --seed 7
-	$(ENVEVO) evolve $(DEMO)/seed --run $(DEMO)/run --generations 15 --seed 7 --resume
+	$(ENVEVO) evolve $(DEMO)/seed --run $(DEMO)/run --generations 15 --seed 7 $$(test -f $(DEMO)/run/store.sqlite && echo --resume)
 	$(ENVEVO) lineage show $(DEMO)/run
 	$(ENVEVO) report $(DEMO)/run
 

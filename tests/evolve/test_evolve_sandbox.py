@@ -70,7 +70,7 @@ def test_kill_9_mid_run_then_resume_then_export_verifies(sandbox, tmp_path):
     export = tmp_path / "export"
     exported = run_cli("export", str(run), "--out", str(export), "--format", "harbor")
     assert exported.returncode == 0, exported.stderr
-    names = sorted(p.name for p in export.iterdir())
+    names = sorted(p.name for p in export.iterdir() if p.name != ".envevo-export.json")  # export's own marker
     assert names == [f"seed__g{g:02d}" for g in range(4)]
     checked = run_cli("verify", str(export), "--repeats", "1", "--json", "--jobs-dir", str(tmp_path / "jobs"))
     verdicts = json.loads(checked.stdout)

@@ -112,7 +112,7 @@ def test_each_commit_stores_its_drift_in_the_same_transaction(tmp_path):
 
 def test_an_old_store_is_upgraded_in_place_and_gets_drift_from_analyze_drift(tmp_path):
     run_dir, lid = _old_store(tmp_path)
-    with LineageStore.open(run_dir, create=False) as store:
+    with LineageStore.open(run_dir, create=False, migrate=True) as store:  # a writer upgrades (a reader refuses)
         assert store.schema_version == SCHEMA_VERSION
         assert [v.drift for v in store.versions(lid)] == [None, None, None]  # nothing measured yet
     shown = run_cli("lineage", "show", str(run_dir), "--json")  # a read: says so, measures nothing
@@ -140,7 +140,7 @@ def test_an_old_store_is_upgraded_in_place_and_gets_drift_from_analyze_drift(tmp
 
 def test_resume_of_an_old_run_continues_with_drift(tmp_path):
     run_dir, lid = _old_store(tmp_path, generations=1)
-    with LineageStore.open(run_dir, create=False) as store:
+    with LineageStore.open(run_dir, create=False, migrate=True) as store:  # as evolve --resume, the run's writer
         cfg = EvolveConfig(generations=2, effort=Effort.HIGH, max_drift=DEFAULT_MAX_DRIFT)
         statuses = asyncio.run(evolve(store, [lid], ScriptedEngine(), cfg, checks=[Gate()], verifiers=[]))
         assert statuses[lid] == "done"
