@@ -105,9 +105,11 @@ lint: venv
 # module's shared fixture (one `verify` over many tasks, a TLS proxy) is made once. Tests marked `serial` count or
 # sweep what every process owns on the shared podman, or (the Ray cluster) fail to start under load: they run
 # afterwards, alone. Figures: benchmarks/README.md, "Test suite wall time".
+# The image budget's prune is held off while the workers run side by side: one process's prune removing layers another
+# is building on fails that build ("layer not known", seen here when a demo's prune met a test's build).
 TEST_WORKERS ?= 2
 test: lint sandbox rl-venv skyrl-venv taskset-venv openenv-venv
-	scripts/stage suite-main $(PY) -m pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m 'not serial'
+	ENVEVO_IMAGE_BUDGET_GB=1000 scripts/stage suite-main $(PY) -m pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m 'not serial'
 	scripts/stage suite-serial $(PY) -m pytest -q --durations=5 -m serial
 	ENVEVO_RL_TESTS=1 ENVEVO_RUNTIME_PYTHON=$(abspath $(PY)) scripts/stage suite-rl $(RLVENV)/bin/python -m pytest -q tests/schedule/test_adapters_verl.py tests/schedule/test_adapters_trl.py tests/schedule/test_adapters_trl_el_loop.py tests/schedule/test_adapters_prime_rl.py
 	ENVEVO_RL_TESTS=1 ENVEVO_RUNTIME_PYTHON=$(abspath $(PY)) scripts/stage suite-skyrl $(SKYVENV)/bin/python -m pytest -q tests/schedule/test_adapters_skyrl.py tests/schedule/test_adapters_skyrl_live.py
