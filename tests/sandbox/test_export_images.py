@@ -65,7 +65,9 @@ def test_export_pushes_pinned_images_that_pull_by_digest(sandbox, registry, unta
     result = run_cli("export", str(run), "--out", str(out), "--format", "rl", "--images",
                      "--registry", f"{registry}/envevo", "--push", "--json", timeout=1800)
     assert result.returncode == 0, result.stderr
-    tasks = {p.name: tomllib.loads((p / "task.toml").read_text()) for p in (out / "tasks").iterdir()}
+    tasks = {p.name: tomllib.loads((p / "task.toml").read_text()) for p in (out / "tasks").iterdir()
+             if p.is_dir()}  # beside export's own marker file
+    assert (out / "tasks" / ".envevo-export.json").is_file()
     assert len(tasks) == 4
     for name, config in tasks.items():
         image = config["environment"]["docker_image"]
