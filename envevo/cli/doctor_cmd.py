@@ -11,6 +11,7 @@ from rich.table import Table
 from envevo.cli import _options as o
 from envevo.cli._common import err, out, print_json, user_errors
 from envevo.errors import UserError
+from envevo.runtime import DEFAULT_ENGINE, LOCAL_ENGINES
 from envevo.sandbox import Doctor, Status, image_users, images_of, substitutions
 from envevo.task import existing_task_dirs
 
@@ -21,7 +22,7 @@ _STYLE = {Status.OK: "green", Status.FIXED: "yellow", Status.WARN: "yellow", Sta
 def doctor(
     fix: Annotated[bool, typer.Option("--fix", help="Repair what is missing: packages, compose, containers.conf, base "
                                       "images and stand-ins.")] = False,
-    env: Annotated[str, typer.Option("--env", help="Local sandbox engine: podman or docker.")] = "podman",
+    env: Annotated[str, typer.Option("--env", help="Local sandbox engine: podman or docker.")] = DEFAULT_ENGINE,
     tasks: Annotated[list[Path], typer.Option("--tasks", help="Task dirs (Harbor or Terminal-Bench 1) or folders of "
                                               "tasks whose base images must exist (repeatable).")] = [],  # noqa: B006
     image: Annotated[list[str], typer.Option("--image", help="Extra base image that must exist "
@@ -86,7 +87,7 @@ def _prune(env: str, older_than: float | None, max_gb: float | None, standins: b
     from envevo.sandbox import activate, prune
 
     activate()
-    if env not in ("podman", "docker") or shutil.which(env) is None:
+    if env not in LOCAL_ENGINES or shutil.which(env) is None:
         raise UserError(f"--prune needs a local engine; {env} is not installed (envevo doctor --fix --env {env})")
     if json_out:
         result = prune(env, older_than_days=older_than, max_gb=max_gb, include_standins=standins)

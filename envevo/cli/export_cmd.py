@@ -13,6 +13,7 @@ import typer
 from envevo.cli import _options as o
 from envevo.cli._common import check_output, out, print_json, progress, user_errors
 from envevo.errors import UserError
+from envevo.runtime import DEFAULT_ENGINE, LOCAL_ENGINES
 
 IMAGES = "Prebuilt images (--images)"
 
@@ -48,7 +49,7 @@ def export(
     push: Annotated[bool, typer.Option(
         "--push", help="With --images: push to --registry and pin task.toml to the pushed digest (repo@sha256:…). "
         "TLS is verified except for a loopback registry.", rich_help_panel=IMAGES)] = False,
-    env: o.Env = "podman",
+    env: o.Env = DEFAULT_ENGINE,
     json_out: o.Json = False,
 ) -> None:
     """Export every committed version: a Harbor dataset folder (<lineage>__g<NN>), a JSONL/Parquet index, or with
@@ -62,8 +63,8 @@ def export(
         raise UserError("--images needs --format harbor or rl: a flat index has no task dirs to name images in")
     if push and registry.split("/", 1)[0] == "localhost":
         raise UserError("--push needs --registry HOST[:PORT]/PREFIX: 'localhost/…' names this host's image store")
-    if images and env not in ("podman", "docker"):
-        raise UserError(f"--images builds with a local engine: --env podman or docker, not {env!r}")
+    if images and env not in LOCAL_ENGINES:
+        raise UserError(f"--images builds with a local engine: --env {' or '.join(LOCAL_ENGINES)}, not {env!r}")
     flat_file = format in (ExportFormat.JSONL, ExportFormat.PARQUET) and out_path.suffix == f".{format.value}"
     check_output(out_path, "--out", folder=not flat_file)
     with LineageStore.open(run, create=False) as store:

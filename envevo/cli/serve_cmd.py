@@ -9,6 +9,7 @@ import typer
 
 from envevo.cli._common import err, user_errors
 from envevo.errors import UserError
+from envevo.runtime import DEFAULT_ENGINE
 
 
 @user_errors
@@ -16,7 +17,7 @@ def serve(
     export: Annotated[Path, typer.Argument(help="An `envevo export RUN --format rl --out DIR` folder.")],
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
-    env: Annotated[str, typer.Option("--env", help="Sandbox engine of the trials: podman or docker.")] = "podman",
+    env: Annotated[str, typer.Option("--env", help="Sandbox engine of the trials: podman or docker.")] = DEFAULT_ENGINE,
     max_sessions: Annotated[int, typer.Option("--max-sessions", min=1, help="Episodes served at once.")] = 8,
     idle_timeout: Annotated[float, typer.Option("--idle-timeout", min=1, help="Seconds without a call after which "
                                                 "an episode's sandbox is removed.")] = 300,

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from envevo.runtime import DEFAULT_ENGINE
 from envevo.trace import DEFAULT_MAX_DRIFT, Direction, Effort
 
 
@@ -18,7 +19,7 @@ class EvolveConfig(BaseModel):
     seed: int = Field(0, description="the run's random seed: direction order and every engine choice derive from it")
     plan_budget: int = Field(3, ge=1, description="Proposer→Reviewer rounds per direction")
     env_budget: int = Field(3, ge=1, description="Modifier→verifiers rounds per accepted plan")
-    env: str = "podman"
+    env: str = DEFAULT_ENGINE
     repeats: int = Field(2, ge=1, description="oracle runs per candidate")
     red_team: str = Field("on", description="exploit agents on every candidate: on, off, or sample:N")
     harden: bool = Field(True, description="a seed that only the red team failed is hardened (docs/trust.md#harden) "

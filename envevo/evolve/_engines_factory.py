@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from envevo._registry import Entry, Registry
 from envevo.errors import UserError
 from envevo.evolve._engine import Capability, Engine, EngineClass
+from envevo.runtime import DEFAULT_ENGINE
 
 if TYPE_CHECKING:
     from envevo.llm import LLMSettings
@@ -48,7 +49,7 @@ def uses_llm(name: str) -> bool:
     return Capability.USES_LLM in engine_capabilities(name)
 
 
-def make_engine(name: str, settings: LLMSettings | None = None, *, env: str = "podman",
+def make_engine(name: str, settings: LLMSettings | None = None, *, env: str = DEFAULT_ENGINE,
                 rubric_files: Sequence[Path] = ()) -> tuple[Engine, list[TaskVerifier]]:
     """The engine `name` and its rubric-slot checks. LLM engines need `settings` (see `envevo.llm.settings_with_options`)."""
     cls = engine_class(name)

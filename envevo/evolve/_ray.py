@@ -29,6 +29,7 @@ from envevo.evolve._events import Event, Stage
 from envevo.evolve._executor import AsyncioExecutor
 from envevo.evolve._loop import GenerationWork
 from envevo.evolve._recorder import AddUsage, BufferRecorder, Record, StoreRecorder, replay
+from envevo.runtime import DEFAULT_ENGINE
 from envevo.task import Task, load_task, save
 
 if TYPE_CHECKING:
@@ -242,7 +243,7 @@ class RayExecutor(AsyncioExecutor):
         self._events: Any = None
         self._pump: asyncio.Task[None] | None = None
         self.quota: Any = None
-        self._env = "podman"
+        self._env = DEFAULT_ENGINE
 
     def _connect(self) -> None:
         if not ray.is_initialized():

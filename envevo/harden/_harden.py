@@ -17,7 +17,7 @@ from envevo.harden._probe import Probe, ProbeError, probe_changes
 from envevo.harden._result import HardenResult, ProofSide
 from envevo.harden._rewrite import harden_config, is_separate, move_downloads, record_provenance
 from envevo.harden._scan import LiveProbe, grading_downloads, live_probes, named_paths
-from envevo.runtime import TrialOutcome
+from envevo.runtime import DEFAULT_ENGINE, TrialOutcome
 from envevo.sandbox import runnable_copy
 from envevo.task import ImageMap, Task, diff_tasks, save
 from envevo.verify import TrialVerifier, Verdict, default_verifiers, verify_tasks
@@ -86,7 +86,7 @@ def _hardened_copy(task: Task, probe: Probe, result: HardenResult, source_hash: 
     return hardened
 
 
-async def harden_task(task: Task, out_dir: Path, *, env: str = "podman", jobs_dir: Path, repeats: int = 2,
+async def harden_task(task: Task, out_dir: Path, *, env: str = DEFAULT_ENGINE, jobs_dir: Path, repeats: int = 2,
                       mutation: str = "sample:4", concurrency: int = 3, image_map: ImageMap | None = None,
                       overwrite: bool = False, gate: asyncio.Semaphore | None = None,
                       on_trial_done: Callable[[TrialOutcome], None] | None = None, dest_name: str | None = None,

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from envevo.errors import UserError
 from envevo.rollout._profiles import PROFILES, is_simulated
 from envevo.rollout._stats import RolloutSummary, infrastructure_reasons, summarize
-from envevo.runtime import DRIVEN_AGENT, TrialOutcome
+from envevo.runtime import DEFAULT_ENGINE, DRIVEN_AGENT, TrialOutcome
 from envevo.store import NewRollout
 
 # Simulated profiles run as runtime's driven agent with the simulated driver (envevo/rollout/agents.py).
@@ -149,7 +149,7 @@ def pending(targets: Sequence[Target], agent: str, model: str | None, k: int, st
     return todo
 
 
-async def rollout(targets: Sequence[Target], agent: str, model: str | None, k: int, *, env: str = "podman",
+async def rollout(targets: Sequence[Target], agent: str, model: str | None, k: int, *, env: str = DEFAULT_ENGINE,
                   concurrency: int = 2, trials_dir: Path, store=None, agent_kwargs: dict | None = None,
                   on_trial: Callable[[Target, TrialOutcome], None] | None = None) -> list[RolloutSummary]:
     """Run the missing rollouts, record each as it finishes (so a kill loses only trials in flight), summarize.

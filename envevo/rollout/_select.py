@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from envevo.errors import UserError
 from envevo.rollout._run import dir_targets
 from envevo.rollout._stats import RolloutSummary, summarize
+from envevo.runtime import DEFAULT_ENGINE
 from envevo.task import expand_task_dirs
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def rollout_reasons(summary: RolloutSummary, max_pass: float, min_turns: float) 
 
 
 async def select_seeds(tasks: list[Path], rollouts_run: Path, out_dir: Path, *, max_pass: str = "4/8", min_turns: float = 30,
-                 agent: str | None = None, verify: bool = True, env: str = "podman", concurrency: int = 3,
+                 agent: str | None = None, verify: bool = True, env: str = DEFAULT_ENGINE, concurrency: int = 3,
                  red_team: str | None = None, mutation: str | None = None, model: LLMRuntime | None = None,
                  model_mutants: int = 0, notify: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Select seeds among `tasks` by the rollouts stored in `rollouts_run`; returns the selection.json document.

@@ -17,7 +17,16 @@ from envevo.runtime._agents import (
 from envevo.runtime._cert_failure import cert_failure, cert_failure_line
 from envevo.runtime._cleanup import list_containers, owner_id, remove_containers, sweep_orphans
 from envevo.runtime._end_state import END_STATE
-from envevo.runtime._envs import LOCAL_ENGINES, EnvChoice, check_env, resolve_env
+from envevo.runtime._engine_dialect import (
+    DEFAULT_ENGINE,
+    DIALECTS,
+    DOCKER,
+    LOCAL_ENGINES,
+    PODMAN,
+    EngineDialect,
+    dialect_of,
+)
+from envevo.runtime._envs import EnvChoice, check_env, resolve_env
 from envevo.runtime._host_ca import ENV_VAR as HOST_CA_ENV_VAR
 from envevo.runtime._host_ca import volume_args as host_ca_volume_args
 from envevo.runtime._image_cache import CACHE_LABEL, CACHE_REPO, STANDIN_LINE, cache_tag, environment_digest
@@ -48,6 +57,12 @@ __all__ = [
     "EnvChoice",
     "HOST_CA_ENV_VAR",
     "LOCAL_ENGINES",
+    "DEFAULT_ENGINE",
+    "DIALECTS",
+    "DOCKER",
+    "PODMAN",
+    "EngineDialect",
+    "dialect_of",
     "cache_tag",
     "cert_failure",
     "cert_failure_line",

@@ -17,8 +17,8 @@ from functools import cache
 from pathlib import Path
 
 from envevo._process import pid_alive
+from envevo.runtime._engine_dialect import LOCAL_ENGINES, dialect_of
 
-LOCAL_ENGINES = {"podman": "podman", "docker": "docker"}
 OWNER_LABEL = "envevo.owner"
 
 
@@ -52,7 +52,7 @@ def ensure_exit_sweep() -> None:
 
 
 def _at_exit() -> None:
-    for engine in LOCAL_ENGINES.values():
+    for engine in LOCAL_ENGINES:
         remove_containers(engine, owner_id())
 
 
@@ -83,8 +83,7 @@ def list_containers(engine: str, owner: str | None = None) -> list[str]:
 
 
 def _rm_argv(engine: str, ids: list[str]) -> list[str]:
-    # SIGKILL at once: a sandbox's PID 1 (`sleep infinity`) ignores SIGTERM, and podman would wait 10 s for each.
-    return [engine, "rm", "-f", *(["--time", "0"] if engine == "podman" else []), *ids]
+    return dialect_of(engine).rm(*ids)
 
 
 def remove_containers(engine: str, owner: str | None = None) -> int:

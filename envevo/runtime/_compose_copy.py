@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from envevo.runtime import _archive
+from envevo.runtime._engine_dialect import DOCKER, EngineDialect
 
 MAIN_SERVICE = "main"
 
@@ -22,7 +23,7 @@ MAIN_SERVICE = "main"
 class ArchiveDownloads:
     """Mixin over a Harbor compose environment: the main service's downloads through the archive extraction."""
 
-    _engine = "docker"
+    _dialect: EngineDialect = DOCKER  # the compose tool's engine (the podman subclass says so)
     _platform: Any  # Harbor's platform helper, which resolves a service's container
     logger: Any
 
@@ -46,10 +47,10 @@ class ArchiveDownloads:
         container = await self._platform._resolve_service_container(service)
 
         def run() -> _archive.CopyReport:
-            copy = _archive.Copy(self._engine, container, source, budget.limits.timeout_sec)
+            copy = _archive.Copy(self._dialect.name, container, source, budget.limits.timeout_sec)
             return copy.finish(target, single_file=single_file, budget=budget)
 
         report = await asyncio.to_thread(run)
         for line in report.notes(source):
             self.logger.warning(line)
-        _archive.raise_for(report, self._engine, source, single_file=single_file)
+        _archive.raise_for(report, self._dialect.name, source, single_file=single_file)

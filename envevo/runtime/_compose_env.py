@@ -34,6 +34,7 @@ from harbor.environments.podman import PodmanEnvironment
 
 from envevo.runtime import _host_ca
 from envevo.runtime._compose_copy import ArchiveDownloads
+from envevo.runtime._engine_dialect import DOCKER, PODMAN, EngineDialect
 from envevo.task import passed_names
 
 _INTERNAL_OVERLAY = "networks:\n  default:\n    internal: true\n"
@@ -64,7 +65,7 @@ class _NoNetworkCompose:
     _envevo_overlay: Path | None = None
     _envevo_trust: Path | None = None  # the folder of the trust overlay and the Dockerfile copies
     _envevo_build_volume: str | None = None
-    _engine = "docker"
+    _dialect: EngineDialect = DOCKER
 
     @property
     def capabilities(self) -> EnvironmentCapabilities:
@@ -85,7 +86,7 @@ class _NoNetworkCompose:
         folder = Path(tempfile.mkdtemp(prefix="envevo-ca-compose-"))
         self._envevo_trust = folder
         overlay = folder / "host-ca.json"
-        builds = self._engine == "podman"
+        builds = self._dialect.mounts_in_build
         prebuilt = should_use_prebuilt_docker_image(self.environment_dir, docker_image=self.task_env_config.docker_image,
                                                     force_build=force_build)
         overlay.write_text(json.dumps(trust_overlay(self.environment_dir, folder, builds=builds, prebuilt=prebuilt)))
@@ -162,7 +163,7 @@ def trust_overlay(env_dir: Path, folder: Path, *, builds: bool, prebuilt: bool) 
 
 
 class PodmanComposeEnvironment(ArchiveDownloads, _NoNetworkCompose, PodmanEnvironment):
-    _engine = "podman"
+    _dialect = PODMAN
 
 
 class DockerComposeEnvironment(ArchiveDownloads, _NoNetworkCompose, DockerEnvironment):

@@ -16,15 +16,16 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-LOCAL_ENGINES = ("podman", "docker")
+from envevo.runtime._engine_dialect import DOCKER, LOCAL_ENGINES, PODMAN
+
 COMPOSE_FILE = "docker-compose.yaml"  # the name Harbor's compose environments read
 _LOCAL = {
-    "podman": "envevo.runtime._local_env:PodmanLocalEnvironment",
-    "docker": "envevo.runtime._local_env:DockerLocalEnvironment",
+    PODMAN.name: "envevo.runtime._local_env:PodmanLocalEnvironment",
+    DOCKER.name: "envevo.runtime._local_env:DockerLocalEnvironment",
 }
 _COMPOSE = {
-    "podman": "envevo.runtime._compose_env:PodmanComposeEnvironment",
-    "docker": "envevo.runtime._compose_env:DockerComposeEnvironment",
+    PODMAN.name: "envevo.runtime._compose_env:PodmanComposeEnvironment",
+    DOCKER.name: "envevo.runtime._compose_env:DockerComposeEnvironment",
 }
 
 

@@ -23,6 +23,7 @@ import tempfile
 from pathlib import Path
 
 from envevo._home import home
+from envevo.runtime._engine_dialect import DIALECTS
 
 ENV_VAR = "ENVEVO_HOST_CA_BUNDLE"
 MOUNT_DIR = "/run/envevo-host-ca"
@@ -151,7 +152,8 @@ class BuildTrust:
         self._tmp: tempfile.TemporaryDirectory | None = None
 
     def __enter__(self) -> list[str]:
-        folder = host_dir() if self.engine == "podman" else None
+        engine = DIALECTS.get(self.engine)
+        folder = host_dir() if engine is not None and engine.mounts_in_build else None
         if folder is None or not self.dockerfile.is_file():
             return []
         self._tmp = tempfile.TemporaryDirectory(prefix="envevo-ca-build-")

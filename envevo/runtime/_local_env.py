@@ -41,6 +41,7 @@ from harbor.models.task.config import NetworkPolicy
 
 from envevo.runtime import _cleanup, _host_ca
 from envevo.runtime._engine_cli import _run
+from envevo.runtime._engine_dialect import DOCKER, PODMAN
 from envevo.runtime._image_cache import CACHE_LABEL, build_cached_image, forget_cached_image, image_missing
 from envevo.runtime._local_copy import CopyingEnvironment
 from envevo.runtime._local_exec import NOTES_FILE, _norm, _overlaps
@@ -133,7 +134,7 @@ class LocalContainerEnvironment(CopyingEnvironment):
         name = f"envevo-{self.session_id}-{uuid.uuid4().hex[:6]}".lower()
         name = "".join(c if c.isalnum() or c in "-_." else "-" for c in name)[:120]
         base = [self.engine, "run", "-d", "--name", name, "--label", f"{_cleanup.OWNER_LABEL}={_cleanup.owner_id()}",
-                "--pull=never" if self.engine == "podman" else "--pull=missing"]
+                self.dialect.run_pull_flag]
         phases = [p.network_mode.value for p in self._phase_network_policies]
         cut_later = needs_network_later(self._network_policy.network_mode.value, phases)
         if self._network_disabled and not cut_later:
@@ -234,11 +235,10 @@ class LocalContainerEnvironment(CopyingEnvironment):
         self._note("agent processes ended after the agent phase (the container was stopped)")
 
     def _rm_argv(self, name: str) -> list[str]:
-        # SIGKILL at once: the sandbox is disposable and its PID 1 (`sleep infinity`) ignores SIGTERM.
-        return [self.engine, "rm", "-f", "--time", "0", name] if self.engine == "podman" else [self.engine, "rm", "-f", name]
+        return self.dialect.rm(name)
 
     def _stop_argv(self, name: str) -> list[str]:
-        return [self.engine, "stop", "--time" if self.engine == "podman" else "-t", "0", name]
+        return self.dialect.stop(name)
 
     # -- commands and files ---------------------------------------------------------------------
 
@@ -299,7 +299,8 @@ class LocalContainerEnvironment(CopyingEnvironment):
 
 
 class PodmanLocalEnvironment(LocalContainerEnvironment):
-    engine = "podman"
+    dialect = PODMAN
+    engine = PODMAN.name
 
     @staticmethod
     def type() -> str:
@@ -307,7 +308,8 @@ class PodmanLocalEnvironment(LocalContainerEnvironment):
 
 
 class DockerLocalEnvironment(LocalContainerEnvironment):
-    engine = "docker"
+    dialect = DOCKER
+    engine = DOCKER.name
 
     @staticmethod
     def type() -> str:

@@ -18,6 +18,7 @@ from harbor.environments.base import BaseEnvironment, ExecResult
 
 from envevo.runtime import _archive
 from envevo.runtime._engine_cli import _run
+from envevo.runtime._engine_dialect import PODMAN, EngineDialect
 
 # Bytes kept of each stream of one command run in a sandbox; the rest is read and dropped (a note says how much).
 EXEC_OUTPUT_LIMIT = 8 << 20
@@ -28,7 +29,8 @@ NOTES_FILE = "envevo-notes.txt"
 class CommandEnvironment(BaseEnvironment):
     """One local container's state and its commands run one engine call each; LocalContainerEnvironment builds on it."""
 
-    engine: str = "podman"
+    dialect: EngineDialect = PODMAN
+    engine: str = PODMAN.name
 
     def __init__(self, *args: Any, **kwargs: Any):
         self._container: str | None = None

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from envevo.runtime._engine_dialect import DEFAULT_ENGINE
+
 
 class ErrorKind(StrEnum):
     """Why a trial did not produce a clean reward. A fixed set, so callers can branch on it."""
@@ -41,7 +43,7 @@ class TrialSpec(BaseModel):
     task_dir: Path
     agent: str = Field(description="Harbor agent name (oracle, nop, terminus-2, …) or an import path 'pkg.mod:Class'")
     model: str | None = None
-    env: str = Field(default="podman", description="Harbor environment type, or an import path 'pkg.mod:Class'")
+    env: str = Field(default=DEFAULT_ENGINE, description="Harbor environment type, or an import path 'pkg.mod:Class'")
     trials_dir: Path
     trial_name: str | None = None
     agent_kwargs: dict = Field(default_factory=dict)

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from envevo.errors import UserError
 from envevo.runtime._engine_cli import _run
+from envevo.runtime._engine_dialect import dialect_of
 from envevo.runtime._image_cache import build_cached_image, environment_digest
 
 
@@ -60,9 +61,7 @@ async def publish_image(engine: str, context: Path, repository: str, *, push: bo
     verify = not is_loopback_registry(repository) if tls_verify is None else tls_verify
     with tempfile.TemporaryDirectory(prefix="envevo-push-") as tmp:
         digest_file = Path(tmp) / "digest"
-        args = [engine, "push", f"--tls-verify={'true' if verify else 'false'}", "--digestfile", str(digest_file), tag]
-        if engine != "podman":  # docker's push has neither flag; its daemon decides TLS and prints the digest
-            args = [engine, "push", tag]
+        args = dialect_of(engine).push(tag, tls_verify=verify, digest_file=str(digest_file))
         code, out, err = await _run(*args, timeout=1800)
         if code != 0:
             raise PublishError(f"pushing {tag} failed: {(err or out).strip().splitlines()[-1][:300] if (err or out).strip() else code}")

@@ -21,6 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from envevo.errors import TaskError
+from envevo.runtime._engine_dialect import DEFAULT_ENGINE
 from envevo.runtime._envs import resolve_env
 from envevo.task import host_env_resolved
 
@@ -103,7 +104,7 @@ def _environment(task_dir: Path, env: str, workdir: Path, network: bool | None):
 
 
 @contextlib.asynccontextmanager
-async def open_session(task_dir: Path, env: str = "podman", *, upload: Mapping[str, str] | None = None,
+async def open_session(task_dir: Path, env: str = DEFAULT_ENGINE, *, upload: Mapping[str, str] | None = None,
                        network: bool | None = None, logs_dir: Path | None = None,
                        start_timeout_sec: float = 1800) -> AsyncIterator[SandboxSession]:
     """Start `task_dir`'s environment; `upload` maps task subfolders (e.g. "tests") to sandbox paths.

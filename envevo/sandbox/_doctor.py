@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from envevo.errors import UserError
+from envevo.runtime import DEFAULT_ENGINE, LOCAL_ENGINES, dialect_of
 from envevo.sandbox import _paths
 from envevo.sandbox._base_image import canonical
 from envevo.sandbox._doctor_check import Check, Status
@@ -28,7 +29,6 @@ DEFAULT_IMAGES = ("debian:bookworm-slim",)
 PROBE_IMAGE = "docker.io/library/debian:bookworm-slim"
 PROBE_TIMEOUT = 120  # s for the container-start probe; a busy engine (a long commit holds its storage) can take minutes
 MIN_COMPOSE = (1, 1)
-SYSTEM_PACKAGES = {"podman": ["podman", "runc", "debootstrap"], "docker": ["debootstrap"]}
 # Settings this host class needs (docs/sandbox.md): crun fails on hybrid cgroups, and setting container
 # rlimits is not permitted. They are harmless where not needed, but written only when a probe fails.
 CONTAINERS_CONF = """\
@@ -70,12 +70,13 @@ def _apt_cmd(packages: list[str]) -> str:
 class Doctor(TlsCheck):
     """Runs the checks in dependency order; later checks are skipped when an earlier one fails."""
 
-    def __init__(self, env: str = "podman", fix: bool = False, images: Iterable[str] = DEFAULT_IMAGES,
+    def __init__(self, env: str = DEFAULT_ENGINE, fix: bool = False, images: Iterable[str] = DEFAULT_IMAGES,
                  trust_host_ca: bool | None = None, progress: Callable[[str], None] | None = None,
                  users: dict[str, list[str]] | None = None):
-        if env not in ("podman", "docker"):
-            raise UserError(f"doctor checks local sandboxes only (podman or docker), not {env!r}")
+        if env not in LOCAL_ENGINES:
+            raise UserError(f"doctor checks local sandboxes only ({' or '.join(LOCAL_ENGINES)}), not {env!r}")
         self.engine = env
+        self.dialect = dialect_of(env)
         self.fix = fix
         self.trust_host_ca = trust_host_ca
         self.images = list(dict.fromkeys(images)) or list(DEFAULT_IMAGES)
@@ -88,7 +89,7 @@ class Doctor(TlsCheck):
         every check runs, so one run names every image it cannot provide, and the TLS proxy too."""
         _paths.activate()
         steps: list[Callable[[], Check]] = [self.python, self.engine_installed]
-        if self.engine == "podman":
+        if self.dialect.daemonless:
             steps += [self.runc, self.compose]
         else:
             steps += [self.docker_daemon]
@@ -123,19 +124,19 @@ class Doctor(TlsCheck):
         return Check(name=name, status=Status.FAIL, detail=f"{binary} is not installed", fix=_apt_cmd(packages))
 
     def engine_installed(self) -> Check:
-        if self.engine == "docker":
-            if shutil.which("docker"):
-                return Check(name="docker", status=Status.OK, detail=shutil.which("docker") or "docker")
-            return Check(name="docker", status=Status.FAIL, detail="docker is not installed",
-                         fix="install Docker Engine (https://docs.docker.com/engine/install/) or use --env podman")
-        check = self._package_check("podman", "podman", SYSTEM_PACKAGES["podman"])
+        name = self.dialect.name
+        if name not in self.dialect.system_packages:  # not one apt can install here
+            if shutil.which(name):
+                return Check(name=name, status=Status.OK, detail=shutil.which(name) or name)
+            return Check(name=name, status=Status.FAIL, detail=f"{name} is not installed", fix=self.dialect.install_hint)
+        check = self._package_check(name, name, list(self.dialect.system_packages))
         if check.ok:
-            version = _run(["podman", "--version"]).stdout.strip()
+            version = _run([name, "--version"]).stdout.strip()
             check.detail = version or check.detail
         return check
 
     def docker_daemon(self) -> Check:
-        proc = _run(["docker", "info", "--format", "{{.ServerVersion}}"], timeout=20)
+        proc = _run([self.engine, "info", "--format", "{{.ServerVersion}}"], timeout=20)
         if proc.returncode == 0 and proc.stdout.strip():
             return Check(name="docker daemon", status=Status.OK, detail=f"server {proc.stdout.strip()}")
         return Check(name="docker daemon", status=Status.FAIL, detail="the Docker daemon is not reachable",
@@ -256,17 +257,17 @@ class Doctor(TlsCheck):
                     shutil.copy2(Path(src).resolve(), dest)
             except OSError as exc:
                 return subprocess.CompletedProcess([true], 127, "", f"cannot prepare the probe's rootfs: {exc}")
-            if self.engine == "podman":
-                return _run(["podman", "run", "--rm", "--rootfs", str(rootfs), true], timeout=PROBE_TIMEOUT)
+            if self.dialect.runs_rootfs:
+                return _run([self.engine, "run", "--rm", "--rootfs", str(rootfs), true], timeout=PROBE_TIMEOUT)
             tag = f"envevo-probe:{os.getpid()}"
             tar = _run(["tar", "-C", str(rootfs), "-cf", str(Path(tmp) / "rootfs.tar"), "."], timeout=60)
-            imported = tar if tar.returncode else _run(["docker", "import", str(Path(tmp) / "rootfs.tar"), tag])
+            imported = tar if tar.returncode else _run([self.engine, "import", str(Path(tmp) / "rootfs.tar"), tag])
             if imported.returncode:
                 return imported
             try:
-                return _run(["docker", "run", "--rm", tag, true], timeout=PROBE_TIMEOUT)
+                return _run([self.engine, "run", "--rm", tag, true], timeout=PROBE_TIMEOUT)
             finally:
-                _run(["docker", "rmi", "-f", tag])
+                _run([self.engine, "rmi", "-f", tag])
 
     def container_start(self) -> Check:
         proc = self._probe()
@@ -279,7 +280,7 @@ class Doctor(TlsCheck):
         if proc.returncode == 127 and "timed out" in proc.stderr:  # busy (a command holds its storage), not refusing: no conf helps
             return Check(name="container start", status=Status.FAIL, detail=f"{self.engine} run did not end in {PROBE_TIMEOUT} s",
                          fix=f"{self.engine} ps -a  # see what holds the engine, then run envevo doctor again")
-        if self.engine == "podman" and self.fix and using in (None, str(conf)):
+        if self.dialect.writes_containers_conf and self.fix and using in (None, str(conf)):
             conf.parent.mkdir(parents=True, exist_ok=True)
             conf.write_text(CONTAINERS_CONF)
             os.environ["CONTAINERS_CONF"] = str(conf)
@@ -290,7 +291,7 @@ class Doctor(TlsCheck):
                      fix="envevo doctor --fix" if not self.fix
                      else f"unset CONTAINERS_CONF ({using}), then envevo doctor --fix" if using and using != str(conf)
                      else f"{self.engine} info  # check the engine itself"
-                     + (f": {conf} did not make containers start" if self.engine == "podman" else ""))
+                     + (f": {conf} did not make containers start" if self.dialect.writes_containers_conf else ""))
 
     def orphans(self) -> Check:
         from envevo.runtime import list_containers, sweep_orphans

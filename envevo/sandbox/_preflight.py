@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from envevo.errors import TaskError, UserError
-from envevo.runtime import LOCAL_ENGINES, check_env, harbor_schema, sweep_orphans
+from envevo.runtime import DIALECTS, LOCAL_ENGINES, check_env, harbor_schema, sweep_orphans
 from envevo.sandbox._paths import activate, home
 from envevo.sandbox._prune import enforce_budget
 from envevo.sandbox._standins import standins_for
@@ -57,8 +57,8 @@ def keep_image_budget(engine: str, notify: Callable[[str], None] | None = None,
 
 
 @functools.cache
-def podman_version(engine: str = "podman") -> tuple[int, ...] | None:
-    """podman's (major, minor, patch), None when it does not say."""
+def engine_version(engine: str) -> tuple[int, ...] | None:
+    """The engine's (major, minor, patch), None when it does not say."""
     try:
         out = subprocess.run([engine, "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
@@ -70,10 +70,12 @@ def podman_version(engine: str = "podman") -> tuple[int, ...] | None:
 def builder_knows_heredocs(engine: str) -> bool:
     """BuildKit (docker) does; buildah learned them in 1.33 and got them right by 1.35, which podman 5 ships.
     A podman that does not say its version is taken as older: the rewrite keeps the task's meaning either way."""
-    if engine != "podman":
+    dialect = DIALECTS.get(engine)
+    since = dialect.builder_heredocs_from if dialect is not None else None
+    if since is None:
         return True
-    version = podman_version(engine)
-    return version is not None and version >= (5,)
+    version = engine_version(engine)
+    return version is not None and version >= since
 
 
 def harbor_ready(task: Task, engine: str | None) -> tuple[Task, list[str]]:
@@ -92,7 +94,7 @@ def harbor_ready(task: Task, engine: str | None) -> tuple[Task, list[str]]:
     if engine is not None and not builder_knows_heredocs(engine):
         task, count = rewrite_task_heredocs(task)
         if count:
-            version = ".".join(str(v) for v in (podman_version(engine) or ())[:2]) or "(unknown version)"
+            version = ".".join(str(v) for v in (engine_version(engine) or ())[:2]) or "(unknown version)"
             stated.append(f"rewrote {count} BuildKit heredoc{'s' if count > 1 else ''} for {engine} {version} "
                           "(its builder does not know them)")
     return task, stated

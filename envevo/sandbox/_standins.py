@@ -28,6 +28,7 @@ import re
 from typing import TYPE_CHECKING
 
 from envevo.errors import UserError
+from envevo.runtime import DEFAULT_ENGINE
 from envevo.sandbox._refs import ImageRef, parse_ref
 from envevo.sandbox._standins_engine import _build, _probe, _register, _run, image_id, image_info
 from envevo.sandbox._standins_model import (
@@ -236,7 +237,7 @@ def ensure_standin(engine: str, reference: str, progress: Progress | None = None
 
 # ---- use by verify ----------------------------------------------------------------------------
 
-def standins_for(task: Task, engine: str = "podman") -> tuple[ImageMap, list[str]]:
+def standins_for(task: Task, engine: str = DEFAULT_ENGINE) -> tuple[ImageMap, list[str]]:
     """What a local run of ``task`` substitutes: an image map for the runnable copy (digest-pinned or
     mirror-prefixed references → the local standard tag) and one stated line per substitution."""
     from envevo.task import ImageMap, task_images

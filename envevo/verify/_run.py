@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from envevo.errors import TaskError
-from envevo.runtime import TrialOutcome, TrialSpec
+from envevo.runtime import DEFAULT_ENGINE, TrialOutcome, TrialSpec
 from envevo.task import Task, dir_hash, host_env_needs
 from envevo.verify._mutation import MutantWriter, MutationVerifier, parse_mutation
 from envevo.verify._redteam import RedTeamVerifier, parse_red_team
@@ -63,7 +63,7 @@ def unmet_on_host(task_dir: Path) -> Unmet | None:
 async def verify_tasks(
     tasks: Sequence[tuple[str, Path]],
     trials_dir: Path,
-    env: str = "podman",
+    env: str = DEFAULT_ENGINE,
     verifiers: Sequence[TrialVerifier] | None = None,
     concurrency: int = 3,
     retries: int = 1,
@@ -140,7 +140,7 @@ async def verify_candidate(
     task: Task,
     task_dir: Path,
     trials_dir: Path,
-    env: str = "podman",
+    env: str = DEFAULT_ENGINE,
     verifiers: Sequence[TrialVerifier] | None = None,
     checks: Sequence[TaskVerifier] = (),
     gate: asyncio.Semaphore | None = None,

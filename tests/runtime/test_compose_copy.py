@@ -8,6 +8,7 @@ import logging
 import os
 import threading
 
+from envevo.runtime import PODMAN
 from envevo.runtime._compose_copy import ArchiveDownloads
 from tests.runtime.test_local_env_calls import engine  # noqa: F401 (the fake engine fixture)
 
@@ -18,7 +19,7 @@ class _Platform:
 
 
 class _Compose(ArchiveDownloads):
-    _engine = "podman"
+    _dialect = PODMAN
 
     def __init__(self):
         self._platform = _Platform()

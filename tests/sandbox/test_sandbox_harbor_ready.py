@@ -13,7 +13,7 @@ REALISTIC = FIXTURES / "realistic"
 @pytest.fixture
 def podman(monkeypatch):
     def at(version):
-        monkeypatch.setattr(_preflight, "podman_version", lambda engine="podman": version)
+        monkeypatch.setattr(_preflight, "engine_version", lambda engine: version)
     return at
 
 

@@ -23,7 +23,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from envevo.runtime import TrialOutcome
+from envevo.runtime import DEFAULT_ENGINE, TrialOutcome
 
 PYTHON_ENV_VAR = "ENVEVO_RUNTIME_PYTHON"
 
@@ -97,7 +97,7 @@ class LiveTrialClient:
             raise LiveTrialFailed(str(answer.get("error", "refused")))
         return answer
 
-    def start(self, task_dir: str | os.PathLike[str], env: str = "podman", *, timeout_multiplier: float = 1.0,
+    def start(self, task_dir: str | os.PathLike[str], env: str = DEFAULT_ENGINE, *, timeout_multiplier: float = 1.0,
               keep: bool = False) -> str:
         """Start a trial of `task_dir` (the build and sandbox start go on in the background); its id."""
         answer = self._call("start", task_dir=str(Path(task_dir).resolve()), env=env,

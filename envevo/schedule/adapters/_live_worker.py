@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from envevo.errors import TaskError, UserError
-from envevo.runtime import LiveTrial, LiveTrialError, TrialSpec
+from envevo.runtime import DEFAULT_ENGINE, LiveTrial, LiveTrialError, TrialSpec
 from envevo.sandbox import preflight, runnable_copy
 from envevo.task import ImageMap, load_task
 
@@ -85,7 +85,7 @@ class _Worker:
         return self._copies[key]
 
     async def _op_start(self, request: dict[str, Any]) -> dict[str, Any]:
-        env = str(request.get("env", "podman"))
+        env = str(request.get("env", DEFAULT_ENGINE))
         async with self._copying:
             run_dir = await asyncio.to_thread(self._runnable, Path(request["task_dir"]), env)
         spec = TrialSpec(task_dir=run_dir, agent="", env=env, trials_dir=Path(request["trials_dir"]),

@@ -41,7 +41,7 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, ConcurrencyConfig, Observation, State
 from pydantic import Field
 
-from envevo.runtime import ErrorKind, TrialOutcome
+from envevo.runtime import DEFAULT_ENGINE, ErrorKind, TrialOutcome
 from envevo.schedule.adapters._common import ENV_ID, check_export_rows, read_export_index
 from envevo.schedule.adapters._live_client import LiveTrialFailed, shared_client
 from envevo.schedule.adapters.ports import check_port
@@ -74,7 +74,7 @@ class EnvevoTaskEnvironment(Environment[EnvevoAction, EnvevoObservation, EnvevoS
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
-    def __init__(self, rows: list[dict[str, Any]], turn: itertools.count[int], *, env: str = "podman",
+    def __init__(self, rows: list[dict[str, Any]], turn: itertools.count[int], *, env: str = DEFAULT_ENGINE,
                  python: str | None = None, timeout_sec: int = 180, max_output: int = 8000,
                  idle_timeout: float = 300) -> None:
         super().__init__()
@@ -191,7 +191,7 @@ class EnvevoTaskEnvironment(Environment[EnvevoAction, EnvevoObservation, EnvevoS
         self._drop()
 
 
-def create_export_app(export_dir: str | os.PathLike[str], *, env: str = "podman", max_sessions: int = 8,
+def create_export_app(export_dir: str | os.PathLike[str], *, env: str = DEFAULT_ENGINE, max_sessions: int = 8,
                       idle_timeout: float = 300, python: str | None = None, timeout_sec: int = 180) -> Any:
     """OpenEnv's FastAPI app serving the rl export EXPORT_DIR (every row checked against its export hash)."""
     rows = read_export_index(export_dir)

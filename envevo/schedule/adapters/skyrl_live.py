@@ -25,7 +25,7 @@ from typing import Any
 from skyrl.backends.skyrl_train.inference_servers.base import InferenceEngineInput
 from skyrl.train.generators.base import GeneratorInput, GeneratorInterface, GeneratorOutput, TrajectoryID
 
-from envevo.runtime import ErrorKind, TrialOutcome
+from envevo.runtime import DEFAULT_ENGINE, ErrorKind, TrialOutcome
 from envevo.schedule.adapters._live_client import LiveTrialClient, LiveTrialFailed, shared_client
 
 _NOT_THE_POLICY = {ErrorKind.INFRASTRUCTURE_ERROR, ErrorKind.ENVIRONMENT_BUILD_FAILURE}
@@ -47,7 +47,7 @@ def command_of(reply: str) -> str | None:
 class EnvevoLiveGenerator(GeneratorInterface):
     """A SkyRL generator whose rollouts are envevo live trials (``env`` = the sandbox engine, e.g. podman)."""
 
-    def __init__(self, inference_engine_client: Any, tokenizer: Any, *, env: str = "podman", max_turns: int = 8,
+    def __init__(self, inference_engine_client: Any, tokenizer: Any, *, env: str = DEFAULT_ENGINE, max_turns: int = 8,
                  timeout_sec: int = 180, max_output: int = 4000, python: str | None = None,
                  policy_model_name: str | None = None, keep_trials: bool = False) -> None:
         self.client_engine = inference_engine_client

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from envevo.runtime import ErrorKind, TrialOutcome
+from envevo.runtime import DEFAULT_ENGINE, ErrorKind, TrialOutcome
 from envevo.schedule.adapters._live_client import LiveTrialClient, LiveTrialFailed, shared_client
 
 # Error kinds that are not the policy's doing: no reward at all, instead of a false 0.
@@ -42,7 +42,7 @@ class EnvevoBashEnv:
 
     PROMPT_SUFFIX = BASH_PROMPT_SUFFIX
 
-    def __init__(self, env: str = "podman", *, python: str | None = None, timeout_sec: int = 180,
+    def __init__(self, env: str = DEFAULT_ENGINE, *, python: str | None = None, timeout_sec: int = 180,
                  max_output: int = 8000, keep_trials: bool = False) -> None:
         self._env = env
         self._python = python
@@ -121,7 +121,7 @@ class EnvevoBashEnv:
             pass
 
 
-def bash_environment(env: str = "podman", **options: Any) -> Callable[[], EnvevoBashEnv]:
+def bash_environment(env: str = DEFAULT_ENGINE, **options: Any) -> Callable[[], EnvevoBashEnv]:
     """TRL's ``environment_factory``: a picklable zero-argument callable making an ``EnvevoBashEnv``."""
     return functools.partial(EnvevoBashEnv, env, **options)
 

@@ -35,6 +35,7 @@ from envevo.llm import (
     default_rubric,
     prompt_versions,
 )
+from envevo.runtime import DEFAULT_ENGINE
 from envevo.task import Task, load_task
 from envevo.trace import Direction, Effort, Step, Trace
 from envevo.verify import InvalidTestVerifier, OracleVerifier, verify_tasks
@@ -88,7 +89,7 @@ class LLMEngine:
         plan_rubric: Rubric | None = None,
         task_rubric: Rubric | None = None,
         shell: ContainerShell | None = None,
-        env: str = "podman",
+        env: str = DEFAULT_ENGINE,
         modifier_verifies: bool = True,
     ):
         self.runtime = runtime
@@ -106,7 +107,7 @@ class LLMEngine:
         self._gate = PerLoop(lambda: asyncio.Semaphore(1))  # the Modifier's own verifier runs, one at a time
 
     @classmethod
-    def build(cls, settings: LLMSettings | None, *, env: str = "podman",
+    def build(cls, settings: LLMSettings | None, *, env: str = DEFAULT_ENGINE,
               rubric_files: Sequence[Path] = ()) -> tuple[LLMEngine, list[RubricJudge | RealizesPlan]]:
         """The registry's builder: `build_llm_engine` on `settings` (the defaults when None)."""
         from envevo.evolve.engines.llm._factory import build_llm_engine  # it imports this module

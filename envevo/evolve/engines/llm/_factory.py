@@ -11,6 +11,7 @@ from envevo.evolve.engines.llm._judge import RubricJudge
 from envevo.evolve.engines.llm._realize import RealizesPlan
 from envevo.evolve.engines.llm._sandbox import ContainerShell
 from envevo.llm import PROJECT_RUBRIC, LLMRuntime, LLMSettings, Rubric, UsageRecord, default_rubric, load_rubric
+from envevo.runtime import DEFAULT_ENGINE
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -27,7 +28,7 @@ def task_rubric(settings: LLMSettings, extra: Sequence[Path] = ()) -> Rubric:
 def build_llm_engine(
     settings: LLMSettings,
     *,
-    env: str = "podman",
+    env: str = DEFAULT_ENGINE,
     rubric_files: Sequence[Path] = (),
     on_usage: Callable[[UsageRecord], None] | None = None,
     models: Mapping[str, Model] | None = None,

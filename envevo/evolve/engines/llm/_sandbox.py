@@ -34,7 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from envevo.runtime import SandboxSession, SessionError, environment_digest, network_policy, open_session
+from envevo.runtime import DEFAULT_ENGINE, SandboxSession, SessionError, environment_digest, network_policy, open_session
 from envevo.verify import reward_of, run_digest
 
 OUTPUT_LIMIT = 12_000
@@ -213,7 +213,7 @@ class ShellSession:
 class ContainerShell:
     """The Modifier's shell on the verification environment `env`; `session(task_dir)` gives one candidate's."""
 
-    def __init__(self, env: str = "podman", timeout_sec: float = 300.0, start_timeout_sec: float = 1800.0):
+    def __init__(self, env: str = DEFAULT_ENGINE, timeout_sec: float = 300.0, start_timeout_sec: float = 1800.0):
         self.env = env
         self.timeout_sec = timeout_sec
         self.start_timeout_sec = start_timeout_sec

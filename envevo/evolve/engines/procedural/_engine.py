@@ -15,6 +15,7 @@ from envevo.evolve.engines.procedural._quality import quality_check
 from envevo.evolve.engines.procedural._residual import residual
 from envevo.evolve.engines.procedural._target import WeaknessTarget
 from envevo.evolve.engines.procedural._task_from_chain import compose
+from envevo.runtime import DEFAULT_ENGINE
 from envevo.task import Task
 from envevo.trace import Direction, Effort, Trace, check_direction, check_effort, edit_spans
 from envevo.verify import RuleRubric
@@ -41,7 +42,7 @@ class ProceduralEngine:
         self.target = target  # weakness-targeted evolution: prefer edits that raise this agent's δ_θ
 
     @classmethod
-    def build(cls, settings: LLMSettings | None = None, *, env: str = "podman",
+    def build(cls, settings: LLMSettings | None = None, *, env: str = DEFAULT_ENGINE,
               rubric_files: Sequence[Path] = ()) -> tuple[ProceduralEngine, list[RuleRubric]]:
         """The registry's builder. The rubric slot is the rule-based quality check (it reads no model or rubric file)."""
         return cls(), [RuleRubric(quality_check)]
