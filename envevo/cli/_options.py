@@ -132,6 +132,11 @@ RecordDir = Annotated[Path | None, typer.Option("--record", help="Save every mod
 ReplayDir = Annotated[Path | None, typer.Option("--replay", help="Answer every model request from a recording "
                                                 "made with --record, offline.", rich_help_panel=LLM)]
 
+CommandMaxTokens = Annotated[int | None, typer.Option("--max-tokens", min=1, rich_help_panel=LLM, help="Tokens "
+                                                  "(input + output) the command's model calls may spend in all (the "
+                                                  "red team's hacker, --model-mutants); once reached no call is made, "
+                                                  "those verdicts are inconclusive and the command says so. Default: "
+                                                  "max_tokens under [llm], else no cap.")]
 ModelMutants = Annotated[int, typer.Option("--model-mutants", min=0, rich_help_panel=LLM,
                                            help="Near-miss solutions the model writes per task (one step done with a "
                                                 "common mistake), run by the mutation verifier beside the generated "

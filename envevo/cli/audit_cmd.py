@@ -34,7 +34,7 @@ from envevo.cli._common import (
     user_errors,
     verdicts_exit_code,
 )
-from envevo.cli._verifier_model import USAGE_TITLE, model_usage, verification_model
+from envevo.cli._verifier_model import USAGE_TITLE, budget_stop, model_usage, verification_model
 from envevo.cli.verify_cmd import REFUSED, check_mutation, print_refused, refusal
 from envevo.errors import ExitCode, UserError
 from envevo.verify import AUDIT_RESULTS as RESULTS
@@ -78,6 +78,7 @@ def audit(
     base_url: o.BaseUrl = None,
     api_key_env: o.ApiKeyEnv = None,
     model_mutants: o.ModelMutants = 0,
+    max_tokens: o.CommandMaxTokens = None,
     json_out: o.Json = False,
     executor_name: o.ExecutorName = o.EXECUTOR,
     ray_address: o.RayAddress = None,
@@ -124,7 +125,7 @@ def audit(
     check_mutation(mutation)
     wanted = check_fail_on(fail_on)
     runtime = verification_model(config, model, base_url, api_key_env, red_team=red_team, mutation=mutation,
-                                 model_mutants=model_mutants)
+                                 model_mutants=model_mutants, max_tokens=max_tokens)
     out_dir = out_dir.resolve()
     check_output(out_dir, "--out", folder=True)
     results = out_dir / RESULTS
@@ -212,6 +213,8 @@ def audit(
         if usage:
             err.print(usage_table(USAGE_TITLE, usage))
         err.print(f"results: {results}")
+    if (stop := budget_stop(runtime)) is not None:  # the cap stopped the model: said once, on stderr
+        err.print(stop, markup=False, highlight=False, soft_wrap=True)
     if sarif is not None:
         write_sarif(sarif, audit_sarif(records))
         err.print(f"SARIF: {sarif}")

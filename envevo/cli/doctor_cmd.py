@@ -21,7 +21,8 @@ _STYLE = {Status.OK: "green", Status.FIXED: "yellow", Status.WARN: "yellow", Sta
 @user_errors
 def doctor(
     fix: Annotated[bool, typer.Option("--fix", help="Repair what is missing: packages, compose, containers.conf, base "
-                                      "images and stand-ins.")] = False,
+                                      "images and stand-ins, and the network-cut helper image of verifiers' "
+                                      "runtime (prime-rl).")] = False,
     env: Annotated[str, typer.Option("--env", help="Local sandbox engine: podman or docker.")] = DEFAULT_ENGINE,
     tasks: Annotated[list[Path], typer.Option("--tasks", help="Task dirs (Harbor or Terminal-Bench 1) or folders of "
                                               "tasks whose base images must exist (repeatable).")] = [],  # noqa: B006

@@ -121,7 +121,9 @@ def evolve(
     max_cost: Annotated[float | None, typer.Option("--max-cost", rich_help_panel=LLM, help="USD per lineage; "
                                                    "reaching it ends the lineage as budget_exhausted (resumable).")] = None,
     max_tokens: Annotated[int | None, typer.Option("--max-tokens", rich_help_panel=LLM,
-                                                   help="Tokens per lineage, same behaviour.")] = None,
+                                                   help="Tokens per lineage, same behaviour. The calls "
+                                                   "outside lineages (the seeds' extraction and attacks) are one more "
+                                                   "budget under the same caps.")] = None,
     model_mutants: o.ModelMutants = D.model_mutants,
     rubric: Annotated[list[Path], typer.Option("--rubric", rich_help_panel=LLM,
                                                help="An extra rubric TOML for the judge; repeatable.")] = [],  # noqa: B006
@@ -233,6 +235,8 @@ def evolve(
         lent = verification_model(config, model, base_url, api_key_env, red_team=cfg.red_team, mutation=cfg.mutation,
                                   model_mutants=cfg.model_mutants)
         if lent is not None:
+            if max_tokens is not None:  # its calls are all outside lineages: one budget under the lineages' cap
+                lent.meter.max_tokens = max_tokens
             from envevo.llm import attach_store
 
             attach_store(lent.meter, store)  # its calls are stored with the run's usage (outside lineages)

@@ -25,7 +25,7 @@ from envevo.cli._common import (
     usage_table,
     user_errors,
 )
-from envevo.cli._verifier_model import USAGE_TITLE, model_usage, verification_model
+from envevo.cli._verifier_model import USAGE_TITLE, budget_stop, model_usage, verification_model
 from envevo.errors import UserError
 from envevo.rollout import parse_fraction, rollout_reasons  # noqa: F401 (tests and scripts import them from here)
 
@@ -57,6 +57,7 @@ def select(
     base_url: o.BaseUrl = None,
     api_key_env: o.ApiKeyEnv = None,
     model_mutants: o.ModelMutants = 0,
+    max_tokens: o.CommandMaxTokens = None,
     out_dir: Annotated[Path, o.out_option("Where the selected tasks and selection.json go.")] = Path("seeds"),
     json_out: o.Json = False,
     executor_name: o.ExecutorName = o.EXECUTOR,
@@ -79,7 +80,7 @@ def select(
     check_mutation(mutation)
     runtime = None
     unused = [flag for flag, given in (("--model", model), ("--base-url", base_url), ("--api-key-env", api_key_env),
-                                       ("--model-mutants", model_mutants)) if given]
+                                       ("--model-mutants", model_mutants), ("--max-tokens", max_tokens)) if given]
     if not verify and unused:
         raise UserError(f"{', '.join(unused)} {'is' if len(unused) == 1 else 'are'} for the verifiers, and --no-verify "
                         "runs none: drop it, or verify")
@@ -87,12 +88,14 @@ def select(
         pass_env(pass_env_names, config)
         scale_out(executor_name, ray_address, max_sandboxes, start_rate, trials=True)
         runtime = verification_model(config, model, base_url, api_key_env, red_team=red_team, mutation=mutation,
-                                     model_mutants=model_mutants)
+                                     model_mutants=model_mutants, max_tokens=max_tokens)
     doc = asyncio.run(select_seeds(tasks, run_dir, out_dir, max_pass=max_pass, min_turns=min_turns, agent=by_agent,
                                    verify=verify, env=env, concurrency=concurrency, red_team=red_team,
                                    mutation=mutation, model=runtime, model_mutants=model_mutants,
                                    notify=lambda line: err.print(line, highlight=False, markup=False)))
     usage = model_usage(runtime)
+    if (stop := budget_stop(runtime)) is not None:  # the cap stopped the model: said once, on stderr
+        err.print(stop, markup=False, highlight=False, soft_wrap=True)
     if json_out:
         print_json(doc | ({"usage": usage} if usage else {}))
         return

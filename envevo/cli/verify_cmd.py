@@ -29,7 +29,7 @@ from envevo.cli._common import (
     verdicts_exit_code,
     verifier_mark,
 )
-from envevo.cli._verifier_model import USAGE_TITLE, model_usage, verification_model
+from envevo.cli._verifier_model import USAGE_TITLE, budget_stop, model_usage, verification_model
 from envevo.errors import ExitCode, UserError
 
 
@@ -69,6 +69,7 @@ def verify(
     base_url: o.BaseUrl = None,
     api_key_env: o.ApiKeyEnv = None,
     model_mutants: o.ModelMutants = 0,
+    max_tokens: o.CommandMaxTokens = None,
     json_out: o.Json = False,
     executor_name: o.ExecutorName = o.EXECUTOR,
     ray_address: o.RayAddress = None,
@@ -101,7 +102,7 @@ def verify(
     if jobs_dir is not None:
         check_output(jobs_dir, "--jobs-dir", folder=True)
     runtime = verification_model(config, model, base_url, api_key_env, red_team=red_team, mutation=mutation,
-                                 model_mutants=model_mutants)
+                                 model_mutants=model_mutants, max_tokens=max_tokens)
     pass_env(pass_env_names, config)
     preflight(env)
     from envevo.evolve import scale_out
@@ -184,6 +185,8 @@ def verify(
         err.print(f"trial logs: {jobs}")
         counts = Counter(v.status for v in verdicts)
         err.print(", ".join(f"{counts[s]} {s}" for s in ("ok", "weak", "inconclusive", "fail") if counts[s]))
+    if (stop := budget_stop(runtime)) is not None:  # the cap stopped the model: said once, on stderr
+        err.print(stop, markup=False, highlight=False, soft_wrap=True)
     # A refused task counts as a failed one (exit 1); all refused is exit 2, above.
     raise typer.Exit(verdicts_exit_code([v.status for v in verdicts] + ["fail"] * len(refused)))
 

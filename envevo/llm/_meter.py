@@ -4,6 +4,8 @@ Every model response that comes back is metered, including the ones a role then 
 costs tokens too). Who spent it comes from a context variable the engine sets around each role call
 (`Meter.scope`), so lineages evolving concurrently are attributed correctly without passing ids through
 pydantic-ai. The budget is checked before each request: a lineage that has reached a cap gets no more calls.
+The work outside lineages (a seed's extraction and attack, and everything `verify`, `audit` and `seeds select` ask
+a model) is one more budget under the same caps, so no model call is ever uncapped when a cap is set.
 
 A cost cap is only a cap if every response has a cost: `require_prices` refuses, before any work, a `--max-cost`
 run with a model that has neither a configured price (`--price`, `[llm.prices]`) nor a list price in
@@ -113,14 +115,13 @@ class Meter:
         return self._spent.get(lineage, Spent())
 
     def over_budget(self, lineage: str | None) -> str | None:
-        """Why this lineage may not spend more, or None."""
-        if lineage is None:
-            return None
+        """Why this lineage (None: the work outside lineages) may not spend more, or None."""
         s = self.spent(lineage)
+        who = f"lineage {lineage}" if lineage is not None else "the model calls outside lineages"
         if self.max_tokens is not None and s.tokens >= self.max_tokens:
-            return f"lineage {lineage} used {s.tokens} tokens, reaching its cap of {self.max_tokens} (--max-tokens)"
+            return f"{who} used {s.tokens} tokens, reaching its cap of {self.max_tokens} (--max-tokens)"
         if self.max_cost_usd is not None and s.cost_usd >= self.max_cost_usd:
-            return f"lineage {lineage} spent ${s.cost_usd:.4f}, reaching its cap of ${self.max_cost_usd:.4f} (--max-cost)"
+            return f"{who} spent ${s.cost_usd:.4f}, reaching its cap of ${self.max_cost_usd:.4f} (--max-cost)"
         return None
 
     def check(self) -> None:

@@ -20,6 +20,7 @@ from envevo.runtime import DEFAULT_ENGINE, LOCAL_ENGINES, dialect_of
 from envevo.sandbox import _paths
 from envevo.sandbox._base_image import canonical
 from envevo.sandbox._doctor_check import Check, Status
+from envevo.sandbox._doctor_helper import NetworkHelperCheck
 from envevo.sandbox._doctor_tls import TlsCheck
 from envevo.sandbox._refs import parse_ref
 from envevo.sandbox._standins import ensure_standin, plan_standin, why_no_standin
@@ -67,7 +68,7 @@ def _apt_cmd(packages: list[str]) -> str:
     return ("" if _is_root() else "sudo ") + "apt-get install -y " + " ".join(packages)
 
 
-class Doctor(TlsCheck):
+class Doctor(TlsCheck, NetworkHelperCheck):
     """Runs the checks in dependency order; later checks are skipped when an earlier one fails."""
 
     def __init__(self, env: str = DEFAULT_ENGINE, fix: bool = False, images: Iterable[str] = DEFAULT_IMAGES,
@@ -86,7 +87,8 @@ class Doctor(TlsCheck):
 
     def run(self) -> list[Check]:
         """The checks in order. A failure up to the Debian base stops the run (nothing later can work); after it,
-        every check runs, so one run names every image it cannot provide, and the TLS proxy too."""
+        every check runs, so one run names every image it cannot provide, the TLS proxy, and the image verifiers'
+        runtime needs to cut a box's network (a warning: envevo's own sandboxes do not use it)."""
         _paths.activate()
         steps: list[Callable[[], Check]] = [self.python, self.engine_installed]
         if self.dialect.daemonless:
@@ -102,7 +104,7 @@ class Doctor(TlsCheck):
             if not check.ok:
                 return self.checks
         self.checks.extend(self.base_image_checks())
-        self.checks.extend([self.orphans(), self.tls()])
+        self.checks.extend([self.orphans(), self.tls(), self.network_helper()])
         return self.checks
 
     # -- individual checks -------------------------------------------------------------------

@@ -108,6 +108,7 @@ def _fake_evolve(monkeypatch, skipped: str | None = None, interrupt: bool = Fals
         for lid in ids:
             on_event(Event(lid, 1, "plan", "proposing"))
             on_event(Event(lid, 1, "candidate", "verifying"))
+            on_event(Event(lid, 1, "accepted", ""))  # a stage with nothing to add
             store.finish_lineage(lid, "done")
 
     monkeypatch.setattr("envevo.evolve.start_lineages", start)
@@ -127,8 +128,9 @@ def _evolve_two_seeds(tmp_path: Path, monkeypatch):
 def test_evolve_prints_a_line_per_stage_when_stderr_is_not_a_terminal(tmp_path: Path, monkeypatch, every_change) -> None:
     res = _evolve_two_seeds(tmp_path, monkeypatch)
     said = [ln.rsplit(" (", 1)[0] for ln in res.stderr.splitlines()]
-    assert said[:4] == ["seed-a g00 candidate: verifying the seed", "seed-b: skipped: no ξ",
-                        "seed-a g01 plan: proposing", "seed-a g01 candidate: verifying"]
+    assert said[:5] == ["seed-a g00 candidate: verifying the seed", "seed-b: skipped: no ξ",
+                        "seed-a g01 plan: proposing", "seed-a g01 candidate: verifying",
+                        "seed-a g01 accepted"]  # no "g01 accepted:" with nothing after (issue 36)
 
 
 def test_the_run_summary_gives_a_skipped_seed_no_L(tmp_path: Path, monkeypatch, every_change) -> None:

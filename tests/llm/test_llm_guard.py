@@ -106,7 +106,7 @@ def test_a_lineage_over_its_token_cap_gets_no_more_calls():
         ask(rt, lineage="lin")
     assert e.value.status == "budget_exhausted" and e.value.lineage == "lin"
     assert len(model.queue) == 1  # the second request never reached the model
-    ask(rt, lineage=None)  # unattributed calls (seed extraction) are not capped
+    ask(rt, lineage=None)  # the calls outside lineages (seed extraction) are a budget of their own
 
 
 def test_cost_cap_and_store_accounting_survive_a_restart(tmp_path):

@@ -84,7 +84,9 @@ def test_doctor_fix_changes_nothing_on_a_healthy_host(sandbox):
     assert report["ok"] is True
     # HTTPS from containers may warn (a TLS-intercepting proxy, trust turned off), or be fixed the first time --fix
     # sees such a proxy (builds and containers then trust the host's CA bundle: tests/sandbox/test_tls.py).
-    assert all(c["status"] == "ok" or (c["name"] == "https from containers" and c["status"] in ("warn", "fixed"))
+    # verifiers' network-cut helper is built by the first --fix (`make sandbox`), warned about before it.
+    assert all(c["status"] == "ok" or (c["name"] in ("https from containers", "verifiers network helper")
+                                       and c["status"] in ("warn", "fixed"))
                for c in report["checks"]), report
     assert "substitutions" in report
 
@@ -155,11 +157,12 @@ def test_a_base_image_failure_does_not_hide_later_checks(monkeypatch):
     monkeypatch.setattr(doc, "_image_exists", lambda image: False)
     monkeypatch.setattr(doc, "orphans", _ok("leftover sandboxes"))
     monkeypatch.setattr(doc, "tls", _ok("https from containers"))
+    monkeypatch.setattr(doc, "network_helper", _ok("verifiers network helper"))
     from envevo.sandbox import _doctor
 
     monkeypatch.setattr(_doctor, "_run", lambda args, **kw: _doctor.subprocess.CompletedProcess(args, 1, "", "no such host"))
     names = [c.name for c in doc.run()]
-    assert names[-3:] == [f"base image {GHCR}", "leftover sandboxes", "https from containers"]
+    assert names[-4:] == [f"base image {GHCR}", "leftover sandboxes", "https from containers", "verifiers network helper"]
 
 
 @pytest.mark.sandbox

@@ -9,7 +9,6 @@ import asyncio
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from contextlib import AsyncExitStack
@@ -67,21 +66,17 @@ SHIM_LIVE = f"{SHIM} && /usr/bin/python3 -c 'raise SystemExit(3)'"
 
 def _network_helper_image(engine: str) -> None:
     """verifiers cuts a no-network box's egress with iptables run from its own helper image, which it builds on first
-    use `FROM docker.io/library/alpine:3.22` (`DockerRuntime.start`). No registry is reachable here, so when the
-    image is missing it is stood in for: the local Debian base with iptables and iproute2 (what the cut script runs),
-    labelled as a stand-in. verifiers keeps its image as a cache; so does this."""
+    use `FROM docker.io/library/alpine:3.22` (`DockerRuntime.start`). No registry is reachable here, so the image is
+    provided as `envevo doctor --fix` does: built as verifiers would where the registry answers, else a stand-in (the
+    local Debian base with iptables and iproute2, labelled). verifiers keeps its image as a cache; so does this."""
     from verifiers.v1.runtimes.docker import _NETWORK_IMAGE
 
-    if subprocess.run([engine, "image", "inspect", _NETWORK_IMAGE], capture_output=True).returncode == 0:
-        return
-    dockerfile = ("FROM docker.io/library/debian:bookworm-slim\n"
-                  "RUN apt-get update && apt-get install -y --no-install-recommends iptables iproute2 "
-                  "&& rm -rf /var/lib/apt/lists/*\n")
-    label = "envevo.standin=verifiers network helper: Debian bookworm + iptables, iproute2 (upstream: alpine:3.22)"
-    with tempfile.TemporaryDirectory(prefix="envevo-vf-network-") as context:
-        built = subprocess.run([engine, "build", "--label", label, "--tag", _NETWORK_IMAGE, "--file", "-", context],
-                               input=dockerfile, capture_output=True, text=True, timeout=900)
-    assert built.returncode == 0, built.stderr[-2000:]
+    from envevo.sandbox import Doctor, Status
+    from envevo.sandbox._doctor_helper import HELPER
+
+    assert _NETWORK_IMAGE == HELPER  # doctor provides the image under the name this verifiers looks for
+    check = Doctor(env=engine, fix=True).network_helper()
+    assert check.status in (Status.OK, Status.FIXED), check.detail
 
 
 async def _episodes(scripts: dict[str, str]) -> dict:
