@@ -199,8 +199,8 @@ class RedTeamVerifier:
         for name, script in plan:
             if script is None or name in state.moot:
                 continue
-            if self.reuse and (key := exploit_key(task, name, script, env)) is not None:
-                if (source := state.inherited.get(key[0])) is not None:
+            if (key := exploit_key(task, name, script, env)) is not None:  # kept with reuse off too: a source later
+                if self.reuse and (source := state.inherited.get(key[0])) is not None:
                     state.reused[name] = (key[0], source)  # the parent resisted it on the same inputs: no container
                     continue
                 state.keys[name] = key
