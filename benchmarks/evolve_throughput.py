@@ -4,6 +4,12 @@ spent in verification (the sandboxes) rather than in envevo itself.
     python benchmarks/evolve_throughput.py                      # seed + evolve 5 generations in a temp dir
     python benchmarks/evolve_throughput.py --generations 8 --length 3 --seed 7
     python benchmarks/evolve_throughput.py --run RUN_DIR         # read a finished run's store instead
+    python benchmarks/evolve_throughput.py --side-by-side --generations 4   # red-team reuse off, then on
+
+`--side-by-side` evolves the same seed twice in one run, first with the red team's reuse of a parent's verdicts
+off (ENVEVO_RED_TEAM_REUSE=off: today's path), then on, and prints both with the trials per candidate by kind (run
+and reused), the machine's load, and whether the two lineages agree version for version (task hash, ξ, D_T, every
+candidate's verdicts).
 
 A fresh run measures its own wall time; a stored run uses the span between its first and last record.
 """
@@ -12,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -49,14 +56,59 @@ def measure(run: Path, wall: float | None) -> dict:
     }
 
 
-def fresh_run(tmp: Path, generations: int, length: int, seed: int) -> tuple[Path, float]:
+# A trial kind: (verifier, metric of trials run or None for len(runs), metric of trials reused or None)
+KINDS = {"oracle": ("oracle", None, None), "nop": ("invalid_test", None, None),
+         "exploits": ("red_team", "trials_run", "trials_reused"), "mutants": ("mutation", "run", "reused")}
+
+
+def trials_by_kind(run: Path) -> dict[str, dict[str, float]]:
+    """Per verified candidate, the trials run and reused of each kind (averaged over the candidates)."""
+    out = {k: {"run": 0.0, "reused": 0.0} for k in KINDS}
+    with LineageStore.open(run, create=False) as store:
+        cands = [c for lin in store.lineages() for c in store.candidates(lin.id) if c.task_hash]
+        for c in cands:
+            rows = {v.verifier: v for v in store.verifications(c.id)}
+            for kind, (verifier, ran, reused) in KINDS.items():
+                if (v := rows.get(verifier)) is not None:
+                    out[kind]["run"] += v.metrics.get(ran, len(v.runs)) if ran else len(v.runs)
+                    out[kind]["reused"] += v.metrics.get(reused, 0) if reused else 0
+    n = max(len(cands), 1)
+    return {k: {m: round(x / n, 2) for m, x in d.items()} for k, d in out.items()}
+
+
+def lineage_digest(run: Path) -> list[dict]:
+    """What must not change with reuse: per version its task hash, ξ and D_T, and every candidate's verdicts."""
+    with LineageStore.open(run, create=False) as store:
+        out: list[dict] = []
+        for lin in store.lineages():
+            out += [{"generation": v.generation, "task_hash": v.task_hash,
+                     "trace": v.trace.model_dump_json() if v.trace else None,
+                     "D_T": v.difficulty.model_dump_json() if v.difficulty else None} for v in store.versions(lin.id)]
+            out += [{"candidate": (c.generation, c.attempt, c.task_hash, c.accepted),
+                     "verdicts": sorted((r.verifier, r.passed, r.inconclusive, sorted(f.exploit or "" for f in r.findings))
+                                        for r in store.verifications(c.id))} for c in store.candidates(lin.id)]
+    return out
+
+
+def fresh_run(tmp: Path, generations: int, length: int, seed: int, name: str = "run",
+              env: dict[str, str] | None = None) -> tuple[Path, float]:
     envevo = [sys.executable, "-m", "envevo.cli"]
-    subprocess.run([*envevo, "seed", "procedural", str(tmp / "seed"), "--length", str(length), "--seed", str(seed)],
-                   check=True, capture_output=True)
+    if not (tmp / "seed").exists():
+        subprocess.run([*envevo, "seed", "procedural", str(tmp / "seed"), "--length", str(length), "--seed", str(seed)],
+                       check=True, capture_output=True)
     t0 = time.monotonic()
-    subprocess.run([*envevo, "evolve", str(tmp / "seed"), "--run", str(tmp / "run"), "--generations", str(generations)],
-                   check=True, capture_output=True)
-    return tmp / "run", time.monotonic() - t0
+    subprocess.run([*envevo, "evolve", str(tmp / "seed"), "--run", str(tmp / name), "--generations", str(generations)],
+                   check=True, capture_output=True, env={**os.environ, **(env or {})})
+    return tmp / name, time.monotonic() - t0
+
+
+def side_by_side(tmp: Path, generations: int, length: int, seed: int) -> dict:
+    out: dict = {"load_before": os.getloadavg()}
+    for name, reuse in (("reuse_off", "off"), ("reuse_on", "on")):
+        run, wall = fresh_run(tmp, generations, length, seed, name, {"ENVEVO_RED_TEAM_REUSE": reuse})
+        out[name] = {**measure(run, wall), "trials_per_candidate": trials_by_kind(run), "load_after": os.getloadavg()}
+    out["same_lineage"] = lineage_digest(tmp / "reuse_off") == lineage_digest(tmp / "reuse_on")
+    return out
 
 
 def main() -> None:
@@ -66,7 +118,13 @@ def main() -> None:
     ap.add_argument("--length", type=int, default=3)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--side-by-side", action="store_true", help="red-team reuse off, then on, on the same seed")
     args = ap.parse_args()
+    if args.side_by_side:
+        with tempfile.TemporaryDirectory() as tmp:
+            both = side_by_side(Path(tmp), args.generations, args.length, args.seed)
+        print(json.dumps(both, indent=None if args.json else 2))
+        return
     if args.run:
         result = measure(args.run, None)
     else:

@@ -30,7 +30,7 @@ from envevo.task import Task, save
 from envevo.trace import Direction, Drift, Trace, check_direction, check_effort, difficulty, measure_drift
 from envevo.verify import (
     DriftBound,
-    MutationVerifier,
+    Inheriting,
     TaskVerifier,
     TrialVerifier,
     Verdict,
@@ -145,8 +145,8 @@ class GenerationWork:
         if self.cfg.max_drift is not None:  # the drift bound needs the lineage's seed: one check per lineage
             bound = DriftBound(rec.seed_task(lineage), self.cfg.max_drift, parent=task)
             checks.append(bound)
-        mutation = [v for v in self.verifiers if isinstance(v, MutationVerifier)]
-        kills = await rec.mutant_kills(parent) if mutation else frozenset()
+        inheriting = [v for v in self.verifiers if isinstance(v, Inheriting)]  # mutation, red team
+        kills = await rec.mutant_kills(parent) if inheriting else frozenset()
         for attempt in range(1, self.cfg.env_budget + 1):
             self.on_event(Event(lineage, g, Stage.CANDIDATE, f"{direction} #{attempt}: modifying"))
             try:
@@ -162,7 +162,7 @@ class GenerationWork:
             # Verify a working copy: the stored version dir is immutable and Harbor must not touch it.
             task_dir = save(candidate, ctx.workdir / f"candidate-{attempt}", overwrite=True)
             trials_dir = ctx.workdir / f"trials-{attempt}"
-            for v in mutation:  # the parent's kills on byte-identical inputs are not run again
+            for v in inheriting:  # the parent's verdicts on byte-identical inputs are not run again
                 v.inherit(task_dir, kills)
             self.on_event(Event(lineage, g, Stage.CANDIDATE, f"{direction} #{attempt}: verifying"))
             t0 = time.monotonic()

@@ -25,7 +25,7 @@ from envevo.store import StoreError, Version, VersionCommit
 from envevo.task import Task
 from envevo.trace import Drift
 from envevo.trace import measure_drift as measure_task_drift
-from envevo.verify import VerifierReport, killed_keys
+from envevo.verify import VerifierReport, killed_keys, resisted_sources
 
 if TYPE_CHECKING:
     from envevo.store import LineageStore
@@ -59,7 +59,9 @@ class Recorder[I](Protocol):
     async def measure_drift(self, lineage: str, task: Task, parent_hash: str | None) -> Drift: ...
 
     async def mutant_kills(self, parent: Version) -> frozenset[str]:
-        """The keys of the mutants the parent's accepted candidate killed (reused for its children's mutants)."""
+        """The parent keys its children reuse, read from the parent's accepted candidate's stored reports: the keys
+        of the mutants it killed, and its red team's certified resisted keys, each with the generation and trial it
+        came from (`envevo.verify.resisted_sources`). Read from the store, so a resumed lineage reuses the same."""
         ...
 
 
@@ -107,7 +109,8 @@ class StoreRecorder:
         if parent.candidate_id is None:  # a seed: its gate verified it, as no candidate of this run
             return frozenset()
         rows = await asyncio.to_thread(self.store.verifications, parent.candidate_id)
-        return frozenset().union(*(killed_keys(v.metrics) for v in rows if v.verifier == "mutation"))
+        return frozenset().union(*(killed_keys(v.metrics) for v in rows if v.verifier == "mutation"),
+                                 *(resisted_sources(v.metrics, parent.generation) for v in rows if v.verifier == "red_team"))
 
 
 class Ref(BaseModel):
@@ -219,7 +222,7 @@ class BufferRecorder:
     seed_hash: str
     work_root: Path
     records: list[Record] = field(default_factory=list)
-    kills: frozenset[str] = frozenset()  # the parent's killed mutant keys, read by the driver (StoreRecorder)
+    kills: frozenset[str] = frozenset()  # the parent keys (killed mutants, resisted exploits), read by the driver
 
     def _keep(self, record: Record) -> Ref:
         self.records.append(record)

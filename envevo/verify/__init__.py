@@ -14,6 +14,7 @@ from envevo.verify._audit import (
 )
 from envevo.verify._drift import DriftBound
 from envevo.verify._evidence import reward_of
+from envevo.verify._exploit_keys import NOT_REUSED, REUSABLE, Inheriting, exploit_key, resisted_sources
 from envevo.verify._feedback import ctrf_failures, run_digest
 from envevo.verify._mutants import (
     Mutant,
@@ -50,7 +51,10 @@ __all__ = [
     "VERIFIER_CLASSES",
     "Finding",
     "FindingKind",
+    "Inheriting",
     "InvalidTestVerifier",
+    "NOT_REUSED",
+    "REUSABLE",
     "Mutant",
     "MutantWriter",
     "MutationVerifier",
@@ -73,6 +77,7 @@ __all__ = [
     "ctrf_failures",
     "default_verifiers",
     "end_torn_line",
+    "exploit_key",
     "fail_on_hits",
     "failure_classes",
     "killed_keys",
@@ -85,6 +90,7 @@ __all__ = [
     "no_effect",
     "parse_mutation",
     "parse_red_team",
+    "resisted_sources",
     "prefix_mutants",
     "procedural_mutants",
     "record_reasons",

@@ -10,6 +10,10 @@ it got and the trial dir.
 - the trial never reached the tests (a build or infrastructure failure, an agent timeout, a verifier error with no
   test output) → inconclusive, never a pass: a verifier that never ran says nothing about the exploit.
 
+A candidate evolved from a parent `inherit`s the parent's certified resisted verdicts (envevo/verify/_exploit_keys.py):
+an exploit of a mechanism class whose key equals one of them is not run; the report names the trial it came from.
+A static finding that already fails the task makes every trial exploit moot: they are skipped, with that reason.
+
 Agent exploits (the LLM hacker) act in a sandbox of their own beside the pool (`attack_task`, holding the same
 gate) and replay their hack as a trial: judged the same way. Without a model they are skipped, and the report
 says why (a reason on a passing report).
@@ -19,14 +23,17 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import re
 import uuid
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
 from envevo.runtime import ErrorKind, TrialOutcome, TrialSpec
 from envevo.task import Task, load_task
 from envevo.verify._evidence import quote, read_trial_logs
+from envevo.verify._exploit_keys import Source, exploit_key, missing_witness, parse_sources
 from envevo.verify._false_fail import judge_probes, script_lines
 from envevo.verify._verdict import Finding, FindingKind, VerifierReport, evidence_line, trial_finding
 from envevo.verify.exploits import SCRIPTED_AGENT, AgentAttack, exploit_names, get_exploit, make_exploit
@@ -89,19 +96,37 @@ def choose_exploits(task: Task, names: list[str], sample: int | None) -> list[st
     return [n for n in names if n in chosen]
 
 
+@dataclass
+class _Reuse:
+    """What reuse decided for one task dir's trials (`trial_specs`), read by `judge_task`."""
+
+    inherited: dict[str, Source] = field(default_factory=dict)  # the parent's certified resisted keys
+    keys: dict[str, tuple[str, bool]] = field(default_factory=dict)  # exploit run → (key, needs a witness)
+    reused: dict[str, tuple[str, Source]] = field(default_factory=dict)  # exploit not run → (key, its source)
+    moot: list[str] = field(default_factory=list)  # trial exploits skipped: a static finding already fails the task
+    moot_by: str = ""  # the static exploit that did
+
+
+def reuse_default() -> bool:
+    """Reuse is on unless ENVEVO_RED_TEAM_REUSE=off (benchmarks/evolve_throughput.py measures both in one run)."""
+    return os.environ.get("ENVEVO_RED_TEAM_REUSE", "on").strip().lower() != "off"
+
+
 class RedTeamVerifier:
     """Every chosen exploit scores 0 (trial exploits in the sandbox, static ones on the files)."""
 
     name = "red_team"
 
     def __init__(self, exploits: list[str] | None = None, sample: int | None = None, timeout_sec: int = 300, *,
-                 model: object | None = None, learn_rubric: Path | None = None, probes: bool = True):
+                 model: object | None = None, learn_rubric: Path | None = None, probes: bool = True,
+                 reuse: bool | None = None):
         """`probes`: run the false-fail probes (a task-quality rate beside the verdict, never a finding) when every
         exploit runs; `evolve` turns them off, as they cost trials per candidate and gate nothing.
         `model`: the run's model for agent exploits (an `envevo.llm.LLMRuntime`, so their calls are metered, recorded
         and budgeted with the run's; passed through untyped, as llm sits above verify). Without one they read
         ./envevo.toml. `learn_rubric`: a rubric file a successful hack's criterion is appended to; without it
-        the criterion is only proposed in the report."""
+        the criterion is only proposed in the report. `reuse`: take an inherited resisted verdict on the same inputs
+        instead of a trial (default: on, `reuse_default`)."""
         self.exploits = list(exploits) if exploits is not None else exploit_names()
         for n in self.exploits:
             get_exploit(n)  # unknown names fail here, before any container starts
@@ -112,6 +137,16 @@ class RedTeamVerifier:
         self._plans: dict[Path, list[tuple[str, str | None]]] = {}  # task dir → [(exploit, script or None)]
         self._tasks: dict[Path, Task] = {}
         self._attacks: dict[Path, list[AgentAttack]] = {}  # task dir → what its agent exploits did
+        self.reuse = reuse_default() if reuse is None else reuse
+        self._reuse: dict[Path, _Reuse] = {}
+
+    def _reuse_of(self, task_dir: Path) -> _Reuse:
+        return self._reuse.setdefault(Path(task_dir).resolve(), _Reuse())
+
+    def inherit(self, task_dir: Path, keys: frozenset[str]) -> None:
+        """The parent's keys (the recorder's `mutant_kills`: its resisted verdicts among them, with their trials),
+        for the candidate at `task_dir`: its exploits with one of them are not run."""
+        self._reuse_of(task_dir).inherited = parse_sources(keys) if self.reuse else {}
 
     def _task(self, task_dir: Path) -> Task:
         key = Path(task_dir).resolve()
@@ -154,15 +189,29 @@ class RedTeamVerifier:
         if not Path(task_dir, "task.toml").exists() and not Path(task_dir, "instruction.md").exists():
             return []  # a placeholder dir (the CLI counts trials with Path('.')): nothing to plan
         specs = []
-        for name, script in self.plan(task_dir, fresh=True):
-            if script is None:
+        plan = self.plan(task_dir, fresh=True)
+        state = self._reuse_of(task_dir)
+        state.keys, state.reused, state.moot, state.moot_by = {}, {}, [], ""
+        if moot := self._static_findings(task_dir):  # the task fails already: no trial can change that
+            state.moot_by = moot[0][0].exploit or "a static exploit"
+            state.moot = [n for n, s in plan if s is not None and get_exploit(n).kind == "trial"]
+        task = self._task(task_dir)
+        for name, script in plan:
+            if script is None or name in state.moot:
                 continue
+            if (key := exploit_key(task, name, script, env)) is not None:  # kept with reuse off too: a source later
+                if self.reuse and (source := state.inherited.get(key[0])) is not None:
+                    state.reused[name] = (key[0], source)  # the parent resisted it on the same inputs: no container
+                    continue
+                state.keys[name] = key
             trial = f"{Path(task_dir).name[:32]}__rt-{name}__{uuid.uuid4().hex[:6]}"
             specs.append(TrialSpec(task_dir=task_dir, agent=SCRIPTED_AGENT, env=env, trials_dir=trials_dir, trial_name=trial,
                                    agent_kwargs={"script": script, "label": name, "timeout_sec": self.timeout_sec}))
         return specs
 
     def count_trials(self, task_dir: Path) -> int:
+        if self._static_findings(task_dir):  # trial exploits are moot (`trial_specs`); probes still run
+            return sum(s is not None and get_exploit(n).kind != "trial" for n, s in self.plan(task_dir))
         return sum(script is not None for _, script in self.plan(task_dir))
 
     def judge(self, runs: list[TrialOutcome]) -> VerifierReport:
@@ -170,7 +219,27 @@ class RedTeamVerifier:
         return self._judge(None, runs)
 
     def judge_task(self, task_dir: Path, runs: list[TrialOutcome]) -> VerifierReport:
-        return self._judge(task_dir, runs)
+        report = self._judge(task_dir, runs)
+        state = self._reuse_of(task_dir)
+        for name in state.moot:
+            report.notes.append(f"{name}: skipped: moot, the static finding of {state.moot_by} already fails the task")
+        for name, (digest, src) in state.reused.items():
+            report.notes.append(f"{name}: resisted, reused from generation {src.generation} trial {src.trial} "
+                                f"(inputs byte-identical, key {digest[:12]}), not run again")
+        resisted: list[dict[str, object]] = [{"exploit": n, "key": k, "generation": s.generation, "trial": s.trial}
+                                             for n, (k, s) in state.reused.items()]
+        for o in runs:
+            m = _TRIAL.search(o.trial_dir.name) if o.trial_dir else None
+            if (m is None or o.trial_dir is None or (key := state.keys.get(m.group(1))) is None
+                    or exploit_result(o)[0] is not ExploitResult.RESISTED):
+                continue
+            witness = missing_witness(read_trial_logs(o.trial_dir).test_stdout) if key[1] else ""
+            if witness is not None:  # a generated runner's key certifies only with a check failed on a missing file
+                resisted.append({"exploit": m.group(1), "key": key[0], "generation": None, "trial": o.trial_dir.name,
+                                 **({"witness": witness} if witness else {})})
+        report.metrics.update({"trials_run": len(runs), "trials_reused": len(state.reused),
+                               "trials_moot": len(state.moot), "resisted_keys": resisted})
+        return report
 
     def _judge(self, task_dir: Path | None, runs: list[TrialOutcome]) -> VerifierReport:
         # Each finding with the reason that says it in words; broken ones first, then the inconclusive ones.
@@ -180,7 +249,9 @@ class RedTeamVerifier:
         probes: list[tuple[str, TrialOutcome, str | None]] = []
         if task_dir is not None:
             broken += self._static_findings(task_dir)
-            trial_names = [n for n, s in self.plan(task_dir) if s is not None]
+            state = self._reuse_of(task_dir)
+            trial_names = [n for n, s in self.plan(task_dir)
+                           if s is not None and n not in state.reused and n not in state.moot]
         for i, o in enumerate(runs):
             m = _TRIAL.search(o.trial_dir.name) if o.trial_dir else None
             name = m.group(1) if m else (trial_names[i] if i < len(trial_names) else f"exploit {i + 1}")
