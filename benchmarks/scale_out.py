@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -78,11 +79,26 @@ def warm(ray, nodes: int) -> None:
     assert len(got) == nodes, f"warmed {len(got)} of {nodes} nodes"
 
 
-def one(args, workers: int) -> dict:
+def seeded(args, where: Path) -> list[str]:
+    """The lineages, their seeds through the seed gate once, on the driver (untimed): each worker count evolves a
+    copy of this store, so the gate's trials are not paid again per run."""
+    from envevo.evolve import make_engine, start_lineages
+    from envevo.store import LineageStore
+
+    engine, checks = make_engine("procedural", env=ENV)
+    with LineageStore.open(where) as store:
+        gate = config(args).model_copy(update={"trial_concurrency": 16})  # setup, not measured: as fast as it goes
+        ids = asyncio.run(start_lineages(store, seeds(args.lineages), engine, gate, checks=checks))
+    if len(ids) != args.lineages:
+        raise NothingCommitted(f"{args.lineages - len(ids)} of {args.lineages} seeds rejected at the seed gate")
+    return ids
+
+
+def one(args, workers: int, template: Path, ids: list[str]) -> dict:
     import ray
     from ray.cluster_utils import Cluster
 
-    from envevo.evolve import evolve, make_engine, make_executor, start_lineages
+    from envevo.evolve import evolve, make_engine, make_executor
     from envevo.store import LineageStore
 
     cfg = config(args)
@@ -94,25 +110,26 @@ def one(args, workers: int) -> dict:
         cluster.wait_for_nodes()
         ray.init(address=cluster.address, log_to_driver=False, configure_logging=False)
         warm(ray, workers)
-        with tempfile.TemporaryDirectory() as tmp, LineageStore.open(Path(tmp) / "run") as store:
-            async def main() -> tuple[float, float, int, dict[str, str]]:
-                ids = await start_lineages(store, seeds(args.lineages), engine, cfg, checks=checks)  # on the driver
-                executor = make_executor("ray", address=cluster.address)
-                t0, c0 = time.monotonic(), time.process_time()
-                statuses = await evolve(store, ids, engine, cfg, checks=checks, executor=executor)
-                return time.monotonic() - t0, time.process_time() - c0, len(ids), statuses
+        with tempfile.TemporaryDirectory() as tmp:
+            shutil.copytree(template, Path(tmp) / "run")
+            with LineageStore.open(Path(tmp) / "run", create=False) as store:
+                async def main() -> tuple[float, float, dict[str, str]]:
+                    executor = make_executor("ray", address=cluster.address)
+                    t0, c0 = time.monotonic(), time.process_time()
+                    statuses = await evolve(store, ids, engine, cfg, checks=checks, executor=executor)
+                    return time.monotonic() - t0, time.process_time() - c0, statuses
 
-            wall, cpu, started, statuses = asyncio.run(main())
-            problems = store.check()
-            if problems:
-                raise NothingCommitted(f"the store does not check clean: {problems[:3]}")
-            generations = sum(v.generation > 0 for v in store.versions())
-            if generations != started * args.generations:
-                rejected = [r for lid in statuses for c in store.candidates(lid) if not c.accepted for r in c.reasons[:1]]
-                raise NothingCommitted(
-                    f"{workers} worker(s): {generations} of {started * args.generations} generations committed "
-                    f"(lineages: {', '.join(f'{k} {v}' for k, v in sorted(statuses.items()))}); {len(rejected)} "
-                    f"candidates rejected, the first: {rejected[0].splitlines()[0][:200] if rejected else '-'}")
+                wall, cpu, statuses = asyncio.run(main())
+                problems = store.check()
+                if problems:
+                    raise NothingCommitted(f"the store does not check clean: {problems[:3]}")
+                generations = sum(v.generation > 0 for v in store.versions())
+                if generations != len(ids) * args.generations:
+                    rejected = [r for lid in ids for c in store.candidates(lid) if not c.accepted for r in c.reasons[:1]]
+                    raise NothingCommitted(
+                        f"{workers} worker(s): {generations} of {len(ids) * args.generations} generations committed "
+                        f"(lineages: {', '.join(f'{k} {v}' for k, v in sorted(statuses.items()))}); {len(rejected)} "
+                        f"candidates rejected, the first: {rejected[0].splitlines()[0][:200] if rejected else '-'}")
     finally:
         ray.shutdown()
         cluster.shutdown()
@@ -131,7 +148,9 @@ def main() -> None:
     root = str(Path(__file__).resolve().parents[1])
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
     try:
-        rows = [one(args, int(n)) for n in args.workers.split(",")]
+        with tempfile.TemporaryDirectory() as tmp:
+            ids = seeded(args, Path(tmp) / "seeded")
+            rows = [one(args, int(n), Path(tmp) / "seeded", ids) for n in args.workers.split(",")]
     except NothingCommitted as e:
         sys.exit(f"scale_out: no figure: {e}")
     base = rows[0]
