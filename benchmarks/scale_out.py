@@ -144,6 +144,8 @@ def main() -> None:
     p.add_argument("--latency", type=float, default=1.0, help="seconds per provider call of the fake remote env")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
+    if args.lineages < 1 or args.generations < 1:
+        p.error("--lineages and --generations must be at least 1")
     os.environ["FAKE_REMOTE_LATENCY"] = str(args.latency)  # the workers inherit it from the nodes, and the path
     root = str(Path(__file__).resolve().parents[1])
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
