@@ -124,6 +124,9 @@ def one(args, workers: int, template: Path, ids: list[str]) -> dict:
                 if problems:
                     raise NothingCommitted(f"the store does not check clean: {problems[:3]}")
                 generations = sum(v.generation > 0 for v in store.versions())
+                # Candidates per lineage: a rejected one costs its lineage another round, so with as many lineages
+                # as workers the wall is the lineage that needed the most.
+                tried = [len(store.candidates(lid)) for lid in ids]
                 if generations != len(ids) * args.generations:
                     rejected = [r for lid in ids for c in store.candidates(lid) if not c.accepted for r in c.reasons[:1]]
                     raise NothingCommitted(
@@ -133,7 +136,8 @@ def one(args, workers: int, template: Path, ids: list[str]) -> dict:
     finally:
         ray.shutdown()
         cluster.shutdown()
-    return {"workers": workers, "wall_s": wall, "driver_cpu_s": cpu, "generations": generations}
+    return {"workers": workers, "wall_s": wall, "driver_cpu_s": cpu, "generations": generations,
+            "candidates": sum(tried), "most_candidates_in_a_lineage": max(tried)}
 
 
 def main() -> None:
@@ -172,10 +176,11 @@ def main() -> None:
     print(f"fake remote env, {args.latency:.2f} s per provider call (simulated: a sleep; verdicts simulated as perfect "
           f"tests'); {args.lineages} lineages × {args.generations} generations, default verifiers (2 oracle runs, "
           "red team, 4 mutants)")
-    print(f"{'workers':>7} {'wall s':>8} {'speedup':>8} {'efficiency':>10} {'driver CPU s/gen':>17}")
+    print(f"{'workers':>7} {'wall s':>8} {'speedup':>8} {'efficiency':>10} {'driver CPU s/gen':>17} "
+          f"{'candidates (most in a lineage)':>31}")
     for r in rows:
         print(f"{r['workers']:>7} {r['wall_s']:>8.1f} {r['speedup']:>8.2f} {r['efficiency']:>10.2f} "
-              f"{r['driver_overhead_per_generation_s']:>17.3f}")
+              f"{r['driver_overhead_per_generation_s']:>17.3f} {r['candidates']:>23} ({r['most_candidates_in_a_lineage']})")
     print(f"a generation on one worker: {per_generation:.1f} s; the driver's overhead: {overhead:.3f} CPU s per "
           f"generation → one driver feeds about {summary['projected_max_workers_per_driver']} workers")
 
