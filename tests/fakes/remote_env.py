@@ -1,6 +1,9 @@
 """A fake remote Harbor environment: a cloud sandbox provider with latency, 429s and dropped connections, and
-no containers at all. Nothing it is asked to run is run: a trial whose agent ran the task's solution scores 1,
-any other 0 (the verdict an honest task gets from the oracle and the empty agent).
+no containers at all. Nothing it is asked to run is run, so every verdict is simulated, as perfect tests would
+give it: a trial whose agent ran the task's reference solution scores 1, any other 0 (the oracle passes; the empty
+agent, every exploit and every near-miss solution of the mutation verifier fail). A near miss is told from the
+reference by its trial's name (`…__mut-<id>__…`, as the mutation verifier names it and reads it back): its
+solve.sh is the task's with one step wrong or skipped, which tests that check every step score 0.
 
 Plug it in with `--env tests.fakes.remote_env:FakeRemoteEnvironment`. It reads its faults from the environment,
 so every process that runs trials (a Ray worker too) behaves alike:
@@ -26,6 +29,11 @@ from harbor.environments.capabilities import EnvironmentCapabilities
 
 def _knob(name: str, default: float = 0.0) -> float:
     return float(os.environ.get(name, default))
+
+
+def near_miss(trial_dir: str) -> bool:
+    """A mutant's trial (envevo/verify/_mutation.py names them so): its solve.sh is not the reference solution."""
+    return "__mut-" in Path(trial_dir).name
 
 
 class ProviderError(Exception):
@@ -98,8 +106,8 @@ class FakeRemoteEnvironment(BaseEnvironment):
             FakeRemoteEnvironment.dropped_trials.add(trial)
             FakeRemoteEnvironment.dropped += 1
             raise ConnectionResetError("Connection reset by peer")
-        if "solve.sh" in command:  # the agent's and a separate verifier's sandboxes share the trial's fate
-            FakeRemoteEnvironment.solved.add(str(self.trial_paths.trial_dir))
+        if "solve.sh" in command and not near_miss(trial):  # a separate verifier's sandbox shares the trial's fate
+            FakeRemoteEnvironment.solved.add(trial)
         return ExecResult(stdout="", stderr="", return_code=0)
 
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
