@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from envevo.verify import failure_classes
 from tests.conftest import FIXTURES, ROOT, run_cli
 
 BROKEN = FIXTURES / "broken"
@@ -35,9 +36,13 @@ def test_broken_fixtures_are_classified(sandbox, tmp_path):
 
 @pytest.mark.sandbox
 def test_every_seed_is_sound(sandbox, tmp_path):
+    # The defaults: oracle ×2, the empty solution, the red team and the mutation verifier (sample:4). This one run is
+    # also where every seed gets its mutation score (what `envevo audit` records from the same verdict: it runs
+    # verify_tasks too); running `audit` over the seeds as well cost 121 s of CI for the same trials.
     seeds = ROOT / "examples" / "seeds"
     proc = run_cli("verify", str(seeds), "--json", "--jobs-dir", str(tmp_path))
     verdicts = json.loads(proc.stdout)
+    assert sorted(v["task"] for v in verdicts) == sorted(p.name for p in seeds.iterdir() if (p / "task.toml").is_file())
     assert len(verdicts) >= 6
     bad = {v["task"]: v for v in verdicts if not v["ok"]}
     assert not bad, json.dumps(bad, indent=1)[:4000]
@@ -45,6 +50,11 @@ def test_every_seed_is_sound(sandbox, tmp_path):
     for v in verdicts:
         assert len(v["oracle"]["runs"]) == 2 and all(r["reward"] == 1.0 for r in v["oracle"]["runs"])
         assert v["invalid_test"]["runs"][0]["reward"] == 0.0
+        assert v["red_team"]["passed"] and not v["red_team"]["inconclusive"], v["task"]
+        # Every mutant run is killed: the seeds' tests check every step they sample.
+        m = v["mutation"]["metrics"]
+        assert m["run"] >= 1 and m["killed"] == m["run"] and m["survived"] == 0, (v["task"], m)
+        assert v["survivors"] == [] and failure_classes(v) == [], v["task"]
 
 
 def test_not_a_directory_is_one_line(tmp_path):

@@ -39,9 +39,11 @@ def verdicts(sandbox, tmp_path_factory):
     # shared_compose exploit: its tests share the agent's container). tests/verify/test_redteam.py covers the red team.
     # verifier-env's verifier needs ANTHROPIC_API_KEY: this host must not have it.
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
-    # The mutation verifier off too: tests/verify/test_mutation.py covers it.
+    # The mutation verifier off too: tests/verify/test_mutation.py covers it. One oracle run each, as in
+    # test_offline_fixtures.py: what is tested here is how each image and layout is built and run, the same for a second
+    # run in a fresh container (the repeats themselves: tests/cli/test_cli_verify.py::test_every_seed_is_sound).
     tasks = [str(d) for d in sorted(REALISTIC.iterdir()) if d.is_dir() and d.name not in OFFLINE]
-    proc = run_cli("verify", *tasks, "--red-team", "off", "--mutation", "off", "--json",
+    proc = run_cli("verify", *tasks, "--repeats", "1", "--red-team", "off", "--mutation", "off", "--json",
                    "--jobs-dir", str(tmp_path_factory.mktemp("jobs")),
                    env=env)
     assert proc.returncode == 1, proc.stderr  # the broken ones make the run fail
