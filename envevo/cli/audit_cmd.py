@@ -91,6 +91,10 @@ def audit(
     sarif: Annotated[Path | None, typer.Option(
         "--sarif", metavar="FILE", help="Also write the findings as SARIF 2.1.0 (one result per finding; rule = "
         "verifier/exploit class; level error for broke/failed, warning for inconclusive or a false fail).")] = None,
+    harden_dir: Annotated[Path | None, typer.Option(
+        "--harden", metavar="DIR", help="Also write a hardened copy of each task harden would fix into DIR, proved as "
+        "`envevo harden` proves it (the audit's verdict is its before side: the task is not verified twice). Needs "
+        "the red team; with --resume, DIR may hold this audit's earlier copies.")] = None,
 ) -> None:
     """Audit tasks for soundness and reward hacks: per task, which verifier failed, which exploit broke it, and its
     mutation score (near-miss solutions killed of those run) with the surviving mutants by name. The red team's LLM
@@ -104,10 +108,14 @@ def audit(
     A task that cannot be loaded or run as given (a malformed task.toml, a compose file that mounts the host) is
     refused with its one line, in the table and in --json's `refused`; the others are audited.
 
+    Each task's row says what `envevo harden` would fix (tests to a separate verifier, artifacts, test-time
+    downloads) or why it cannot (a test that asks a served port; a lenient grader), read from its files.
+
     Exit code: 0 every task ok; 1 some task fails (a refused task counts as failed); 3 none fails but some verdict is
     inconclusive (this host could not run it); 4 none fails nor is inconclusive but some task is weak (its tests miss
     a near miss); 2 bad input, or every task refused."""
     from envevo._home import private_dir
+    from envevo.harden import OutFolder, harden_task, out_name
     from envevo.llm import verifiers_with_model
     from envevo.sandbox import runnable_copy
     from envevo.task import load_image_map, load_task_batch, unique_by_hash
@@ -142,6 +150,11 @@ def audit(
     if not loaded:
         print_refused(refused, json_out)
         raise typer.Exit(ExitCode.USAGE)  # nothing could be audited
+    if harden_dir is not None and red_team == "off":
+        raise UserError("--harden proves each copy with the red team: drop --red-team off, or drop --harden")
+    # Checked before any container starts; the marker written first, then after each copy.
+    folder = OutFolder(harden_dir, [out_name(t) for t in loaded], overwrite=resume) if harden_dir else None
+    hardened: dict[str, dict] = {}
     done = load_results(results)
     todo = unique_by_hash(loaded, skip=done)
     if done:
@@ -175,34 +188,47 @@ def audit(
             classes = rec["broken_by"]
             score = f", mutation {rec['mutation']['score']}" if rec["mutation"] and rec["mutation"]["score"] else ""
             advance(f"{t.name} → {v.status}{' (' + ', '.join(classes) + ')' if classes else ''}{score}")
+            if folder is not None and harden_preview(t, rec).kind == "fixable":
+                r = await harden_task(t, folder.out, env=env, jobs_dir=out_dir / "harden", before=v,
+                                      verifiers=verifiers, gate=gate, image_map=mapping, overwrite=True,
+                                      dest_name=out_name(t))
+                folder.add(r)
+                hardened[rec["hash"]] = {"status": r.status, "reason": r.reason, "out": r.out}
+                err.print(f"{t.name}: {r.status}" + (f" → {r.out}" if r.out else f": {r.reason}"), markup=False,
+                          highlight=False)
 
         await asyncio.gather(*(one(t) for t in todo))
 
+    if folder is not None:
+        folder.start()
     end_torn_line(results)
     with progress(f"auditing {len(todo)} task(s)", len(todo)) as advance, results.open("a") as sink:
         asyncio.run(run_all(advance, sink))
     wall = time.monotonic() - t0
 
-    records = [done[h] for h in dict.fromkeys(t.content_hash() for t in loaded) if h in done]
+    by_hash = {t.content_hash(): t for t in loaded}
+    records = [done[h] for h in by_hash if h in done]
+    previews = {r["hash"]: harden_preview(by_hash[r["hash"]], r).text for r in records}
     summary = summarize(records)
     usage = model_usage(runtime)  # this invocation's (a resumed audit's earlier calls are not counted again)
     if json_out:
         print_json({"tasks": [{k: r[k] for k in ("task", "hash", "source", "status", "broken_by", "hackable")}
-                              | {"mutation": r.get("mutation"), "reasons": record_reasons(r)} for r in records],
+                              | {"mutation": r.get("mutation"), "reasons": record_reasons(r), "harden": previews[r["hash"]]}
+                              | ({"hardened": hardened[r["hash"]]} if r["hash"] in hardened else {}) for r in records],
                     "summary": summary, "results": str(results), "usage": usage,
                     "refused": [refusal(d, why) for d, why in refused]})
     else:
         table = Table(title=f"envevo audit ({env}, red team {red_team}, mutation {mutation}, {len(records)} task(s), "
                             f"{wall:.0f} s)")
-        for col in ("task", "status", "broken by", "mutation", "first reason"):
+        for col in ("task", "status", "broken by", "mutation", "first reason", "harden"):
             table.add_column(col, overflow="fold")
         for r in records:
             reasons = record_reasons(r)
             table.add_row(r["task"], STATUS[r["status"]], escape(", ".join(r["broken_by"])) or "-",
                           escape(mutation_cell(r)),
-                          escape(reasons[0].splitlines()[0]) if reasons else "-")
+                          escape(reasons[0].splitlines()[0]) if reasons else "-", escape(previews[r["hash"]]))
         for d, why in refused:
-            table.add_row(escape(d.name), REFUSED, "-", "-", escape(why.splitlines()[0]))
+            table.add_row(escape(d.name), REFUSED, "-", "-", escape(why.splitlines()[0]), "-")
         out.print(table)
         classes = ", ".join(f"{k} {n}" for k, n in summary["failure_classes"].items()) or "none"
         statuses = ", ".join(f"{n} {s}" for s, n in summary["status"].items())
@@ -224,6 +250,14 @@ def audit(
             err.print(f"--fail-on: {', '.join(sorted(hits))} broke some task")
         raise typer.Exit(1 if hits else 0)
     raise typer.Exit(verdicts_exit_code([r["status"] for r in records] + ["fail"] * len(refused)))
+
+
+def harden_preview(task, rec: dict):
+    """What `envevo harden` would fix in an audited task: its files, and what the audit's verdict broke it with."""
+    from envevo.harden import preview_harden
+
+    broke = [c.split(":", 1)[1] for c in rec.get("broken_by", []) if c.startswith("exploit:")]
+    return preview_harden(task, broken_by=broke, oracle_fails="oracle" in rec.get("broken_by", []))
 
 
 def check_fail_on(values: list[str]) -> list[str]:

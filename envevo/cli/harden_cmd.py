@@ -14,7 +14,7 @@ from rich.table import Table
 
 from envevo.cli import _options as o
 from envevo.cli._common import err, out, preflight, print_json, progress, user_errors
-from envevo.errors import ExitCode, UserError
+from envevo.errors import ExitCode
 
 _STATUS = {"hardened": "[green]hardened[/]", "unchanged": "[green]unchanged[/]",
            "not hardened": "[bold red]not hardened[/]", "inconclusive": "[yellow]inconclusive[/]"}
@@ -65,34 +65,26 @@ def harden(
     asks a running process (a served port, a daemon) cannot move: the task is reported hackable, with the evidence
     and the smallest rewrite. Exit 0: all hardened or unchanged; 1: some not hardened; 3: some inconclusive."""
     from envevo.cli.verify_cmd import check_mutation
-    from envevo.harden import check_dest, check_out, harden_task, write_marker
-    from envevo.task import first_duplicate, load_image_map, load_task_args
+    from envevo.harden import OutFolder, harden_task, out_name
+    from envevo.task import load_image_map, load_task_args
 
     check_mutation(mutation)
-    out_dir = out_dir.absolute()
-    previous = check_out(out_dir, overwrite)
     loaded = load_task_args(tasks)  # every task is validated before any container starts
-    names = [t.source.name if t.source else t.name for t in loaded]
-    if (dup := first_duplicate(names)):
-        raise UserError(f"two tasks are named {dup!r}; harden them into separate --out folders")
-    for name in names:
-        check_dest(out_dir, name, previous)
+    names = [out_name(t) for t in loaded]
+    folder = OutFolder(out_dir, names, overwrite)
     preflight(env)
     mapping = load_image_map(image_map, config)
     jobs = (jobs_dir or Path("jobs") / f"harden-{datetime.now():%Y%m%d-%H%M%S}").resolve()
     jobs.mkdir(parents=True, exist_ok=True)
     gate = asyncio.Semaphore(concurrency)
-    # The marker first, then after each task: a run cut short leaves an --out that a re-run may --overwrite.
-    finished: list[dict] = []
-    write_marker(out_dir, finished, previous)
+    folder.start()  # the marker first, then after each task: a run cut short may be --overwrite-n
 
     async def run_all(advance):
         async def one(task, name):
-            r = await harden_task(task, out_dir, env=env, jobs_dir=jobs, repeats=repeats, mutation=mutation,
+            r = await harden_task(task, folder.out, env=env, jobs_dir=jobs, repeats=repeats, mutation=mutation,
                                   concurrency=concurrency, image_map=mapping, overwrite=True, gate=gate,
                                   dest_name=name)
-            finished.append(r.model_dump(mode="json", exclude={"diff"}))
-            write_marker(out_dir, finished, previous)
+            folder.add(r)
             advance(f"{name}: {r.status}")
             return r
         return await asyncio.gather(*(one(t, n) for t, n in zip(loaded, names, strict=True)))

@@ -64,10 +64,14 @@ def select(
     ray_address: o.RayAddress = None,
     max_sandboxes: o.MaxSandboxes = None,
     start_rate: o.StartRate = None,
+    harden_dir: Annotated[Path | None, typer.Option(
+        "--harden", metavar="DIR", help="Write a hardened copy (`envevo harden`, proved) into DIR of each task that "
+        "is hard enough and that only the red team rejected, where harden would fix it; evolve from DIR.")] = None,
 ) -> None:
     """Select seeds: hard for the agent (pass ≤ --max-pass, turns ≥ --min-turns) and sound by the verifiers that gate a
     seed in `evolve` (oracle, invalid-test, red team, mutation). The red team's LLM hacker and --model-mutants use
-    --model (else the judge's model of --config's [llm])."""
+    --model (else the judge's model of --config's [llm]). Each task's row says what `envevo harden` would fix in it
+    (read from its files), or why it cannot."""
     from envevo.cli.verify_cmd import check_mutation
     from envevo.evolve import scale_out
     from envevo.rollout import select_seeds
@@ -84,6 +88,12 @@ def select(
     if not verify and unused:
         raise UserError(f"{', '.join(unused)} {'is' if len(unused) == 1 else 'are'} for the verifiers, and --no-verify "
                         "runs none: drop it, or verify")
+    if harden_dir is not None and (not verify or red_team == "off"):
+        raise UserError("--harden hardens the seeds only the red team rejected: it needs --verify and the red team on")
+    if harden_dir is not None:
+        from envevo.harden import check_out
+
+        check_out(harden_dir.absolute(), overwrite=False)  # before any container starts
     if verify:  # only the verifiers start sandboxes (and ask a model) here
         pass_env(pass_env_names, config)
         scale_out(executor_name, ray_address, max_sandboxes, start_rate, trials=True)
@@ -93,6 +103,10 @@ def select(
                                    verify=verify, env=env, concurrency=concurrency, red_team=red_team,
                                    mutation=mutation, model=runtime, model_mutants=model_mutants,
                                    notify=lambda line: err.print(line, highlight=False, markup=False)))
+    _harden_previews(doc)
+    if harden_dir is not None:
+        doc["hardened"] = _harden_rejected(doc, harden_dir, out_dir / "_harden", env=env, concurrency=concurrency,
+                                           mutation=mutation)
     usage = model_usage(runtime)
     if (stop := budget_stop(runtime)) is not None:  # the cap stopped the model: said once, on stderr
         err.print(stop, markup=False, highlight=False, soft_wrap=True)
@@ -101,15 +115,56 @@ def select(
         return
     table = Table(title=f"seed selection (pass ≤ {max_pass}, turns ≥ {min_turns:g}"
                   + (", verified" if verify else "") + ")" + (" — SIMULATED rollouts" if any(t["simulated"] for t in doc["tasks"]) else ""))
-    for c in ("task", "pass", "turns", "selected", "reasons"):
+    for c in ("task", "pass", "turns", "selected", "reasons", "harden"):
         table.add_column(c, overflow="fold")
     for t in doc["tasks"]:
         table.add_row(escape(t["task"]), f"{t['passes']}/{t['n']}", fmt(t["mean_turns"], ".1f"),
-                      "[green]yes[/]" if t["selected"] else "[red]no[/]", escape("; ".join(t["reasons"]) or "-"))
+                      "[green]yes[/]" if t["selected"] else "[red]no[/]", escape("; ".join(t["reasons"]) or "-"),
+                      escape(t["harden"]))
     out.print(table)
     if usage:
         err.print(usage_table(USAGE_TITLE, usage))
     err.print(f"selected {len(doc['selected'])} of {len(doc['tasks'])}: {out_dir / 'selection.json'}")
+
+
+_RED_TEAM_REASON = "verifier: red_team: "
+
+
+def _harden_previews(doc: dict) -> None:
+    """Each task's `harden` entry: what `envevo harden` would fix in it, from its files and the red team's verdict."""
+    from envevo.harden import preview_harden
+    from envevo.task import load_task
+
+    for t in doc["tasks"]:
+        broke = ["the red team"] if any(r.startswith(_RED_TEAM_REASON) for r in t["reasons"]) else []
+        t["harden"] = preview_harden(load_task(Path(t["path"])), broken_by=broke).text
+
+
+def _harden_rejected(doc: dict, out: Path, jobs: Path, *, env: str, concurrency: int, mutation: str | None) -> list[dict]:
+    """Harden (and prove) each task that only the red team rejected and that harden would fix, into `out`."""
+    from envevo.evolve import EvolveConfig
+    from envevo.harden import OutFolder, harden_task, out_name
+    from envevo.task import load_task
+
+    picked = [load_task(Path(t["path"])) for t in doc["tasks"] if t["reasons"] and t["harden"].startswith("harden "
+              "would fix") and all(r.startswith(_RED_TEAM_REASON) for r in t["reasons"])]
+    folder = OutFolder(out, [out_name(t) for t in picked], overwrite=False)
+    folder.start()
+    gate, cfg = asyncio.Semaphore(concurrency), EvolveConfig()
+
+    async def one(task) -> dict:
+        r = await harden_task(task, folder.out, env=env, jobs_dir=jobs.resolve(),
+                              repeats=cfg.repeats, mutation=mutation or cfg.mutation, concurrency=concurrency,
+                              gate=gate, overwrite=True, dest_name=out_name(task))
+        folder.add(r)
+        err.print(f"{task.name}: {r.status}" + (f" → {r.out}" if r.out else f": {r.reason}"), markup=False,
+                  highlight=False)
+        return {"task": task.name, "status": r.status, "reason": r.reason, "out": r.out}
+
+    async def run_all() -> list[dict]:
+        return list(await asyncio.gather(*(one(t) for t in picked)))
+
+    return asyncio.run(run_all()) if picked else []
 
 
 @seeds_app.command("pool")

@@ -11,6 +11,8 @@ import tempfile
 from pathlib import Path
 
 from envevo.errors import UserError
+from envevo.harden._result import HardenResult
+from envevo.task import Task, first_duplicate
 
 MARKER = ".envevo-harden.json"
 
@@ -52,3 +54,29 @@ def write_marker(out: Path, results: list[dict], previous: list[str]) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump({"written": written, "results": results}, f, indent=2)
     os.replace(tmp, out / MARKER)
+
+
+class OutFolder:
+    """Where hardened copies go (`harden --out`, `audit`/`seeds select --harden`): checked before any container
+    starts, its marker written first and again after each task, so a run cut short can be `--overwrite`n."""
+
+    def __init__(self, out: Path, names: list[str], overwrite: bool):
+        self.out = out.absolute()
+        self.previous = check_out(self.out, overwrite)
+        if (dup := first_duplicate(names)):
+            raise UserError(f"two tasks are named {dup!r}; harden them into separate --out folders")
+        for name in names:
+            check_dest(self.out, name, self.previous)
+        self.finished: list[dict] = []
+
+    def start(self) -> None:
+        write_marker(self.out, self.finished, self.previous)
+
+    def add(self, result: HardenResult) -> None:
+        self.finished.append(result.model_dump(mode="json", exclude={"diff"}))
+        write_marker(self.out, self.finished, self.previous)
+
+
+def out_name(task: Task) -> str:
+    """The dir name a task's hardened copy gets: its source dir's."""
+    return task.source.name if task.source else task.name.rsplit("/", 1)[-1]

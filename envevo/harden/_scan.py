@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from envevo.task import Task
 
+DownloadAction = Literal["moved", "replayed", "kept"]
 DownloadKind = Literal["pip", "uv", "uvx", "uv-installer", "apt", "venv", "path-setup", "offline", "other"]
 _MAX_TEST_FILE_BYTES = 1_000_000  # a bigger "test" file is data, not code: not scanned
 
@@ -28,7 +29,7 @@ class Download(BaseModel):
     kind: DownloadKind
     # moved: installed at build time and made a no-op at test time; replayed: run at build time and kept (a venv,
     # PATH set-up, a uvx warm-up); kept: left as it is (offline already, or cannot move: `note` says why)
-    action: Literal["moved", "replayed", "kept"]
+    action: DownloadAction
     note: str = ""
 
 
@@ -77,24 +78,31 @@ _FIRST_WORD_FETCH = re.compile(r"^\s*(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:sudo\s+)?(?:
                                r"|uv|apt-get|apt|curl|wget)\b")
 
 
+# The first pattern that matches a line says its kind (the order matters: a uv installer is fetched with curl).
+_KINDS: tuple[tuple[re.Pattern[str], DownloadKind], ...] = (
+    (_UV_INSTALLER, "uv-installer"), (_APT, "apt"), (_UV_PIP, "uv"), (_PIP, "pip"), (_UVX, "uvx"),
+    (_UV_RUN_WITH, "uvx"), (_VENV, "venv"), (_PATH_SETUP, "path-setup"), (_OTHER_FETCH, "other"))
+
+
 def _kind(cmd: str) -> DownloadKind | None:
-    if _UV_INSTALLER.search(cmd):
-        return "uv-installer"
-    if _APT.search(cmd):
-        return "apt"
-    if _UV_PIP.search(cmd):
-        return "uv"
-    if _PIP.search(cmd):
-        return "pip"
-    if _UVX.search(cmd) or _UV_RUN_WITH.search(cmd):
-        return "uvx"
-    if _VENV.search(cmd):
-        return "venv"
-    if _PATH_SETUP.search(cmd):
-        return "path-setup"
-    if _OTHER_FETCH.search(cmd):
-        return "other"
-    return None
+    return next((kind for pattern, kind in _KINDS if pattern.search(cmd)), None)
+
+
+def _action(cmd: str, kind: DownloadKind) -> tuple[DownloadKind, DownloadAction, str]:
+    """(kind, what harden does with the line, why) for a test-script line that fetches."""
+    if kind in ("pip", "uv") and _OFFLINE.search(cmd):
+        return "offline", "kept", "installs offline already (--no-index / --offline)"
+    if kind in ("pip", "uv", "apt", "uv-installer", "venv") and _READS_TESTS.search(cmd):
+        return kind, "kept", "reads the tests' own files (/tests), which the build context does not hold"
+    if kind == "other":
+        return kind, "kept", ("fetches a URL envevo does not know how to install at build time; the verifier keeps "
+                              "the task's network for it")
+    if kind in ("venv", "path-setup", "uvx"):
+        return kind, "replayed", "run at build time too (the tools' cache and PATH), kept at test time"
+    if _STRUCTURE.search(cmd) or not _FIRST_WORD_FETCH.match(cmd):
+        return kind, "replayed", ("installed at build time; the line stays (it is part of a larger shell construct) "
+                                  "and finds everything installed")
+    return kind, "moved", ""
 
 
 def grading_downloads(script: str, file: str = "tests/test.sh") -> list[Download]:
@@ -102,30 +110,10 @@ def grading_downloads(script: str, file: str = "tests/test.sh") -> list[Download
     found: list[Download] = []
     for line_no, text in logical_lines(script):
         cmd = text.strip()
-        if not cmd or cmd.startswith("#"):
+        if not cmd or cmd.startswith("#") or (kind := _kind(cmd)) is None:
             continue
-        kind = _kind(cmd)
-        if kind is None:
-            continue
-        if kind in ("pip", "uv") and _OFFLINE.search(cmd):
-            found.append(Download(file=file, line=line_no, command=cmd, kind="offline", action="kept",
-                                  note="installs offline already (--no-index / --offline)"))
-        elif kind in ("pip", "uv", "apt", "uv-installer", "venv") and _READS_TESTS.search(cmd):
-            found.append(Download(file=file, line=line_no, command=cmd, kind=kind, action="kept",
-                                  note="reads the tests' own files (/tests), which the build context does not hold"))
-        elif kind == "other":
-            found.append(Download(file=file, line=line_no, command=cmd, kind=kind, action="kept",
-                                  note="fetches a URL envevo does not know how to install at build time; the "
-                                       "verifier keeps the task's network for it"))
-        elif kind in ("venv", "path-setup", "uvx"):
-            found.append(Download(file=file, line=line_no, command=cmd, kind=kind, action="replayed",
-                                  note="run at build time too (the tools' cache and PATH), kept at test time"))
-        elif _STRUCTURE.search(cmd) or not _FIRST_WORD_FETCH.match(cmd):
-            found.append(Download(file=file, line=line_no, command=cmd, kind=kind, action="replayed",
-                                  note="installed at build time; the line stays (it is part of a larger shell "
-                                       "construct) and finds everything installed"))
-        else:
-            found.append(Download(file=file, line=line_no, command=cmd, kind=kind, action="moved"))
+        kind, action, note = _action(cmd, kind)
+        found.append(Download(file=file, line=line_no, command=cmd, kind=kind, action=action, note=note))
     return found
 
 

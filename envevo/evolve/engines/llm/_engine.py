@@ -23,6 +23,7 @@ from envevo.evolve.engines.llm._judge import Evolution, RubricJudge
 from envevo.evolve.engines.llm._prior import LabelPrior
 from envevo.evolve.engines.llm._realize import RealizesPlan
 from envevo.evolve.engines.llm._sandbox import ContainerShell
+from envevo.harden import lost_hardening
 from envevo.llm import (
     CandidateFailed,
     ExtractionFailed,
@@ -176,6 +177,9 @@ class LLMEngine:
         if _without_meta(candidate) == _without_meta(task):
             refused = f" (refused: {'; '.join(ws.refused[:3])})" if ws.refused else ""
             raise CandidateFailed(f"the Modifier changed nothing{refused}")
+        if lost := lost_hardening(task, candidate):  # read from the files: rejected before any container runs
+            raise CandidateFailed("the candidate gives up its parent's separate verifier, which keeps the reward out "
+                                  "of the agent's reach: " + "; ".join(lost))
         candidate.update_envevo_metadata(llm={
             "trace": _trace_meta(proposal.after),
             "trace_of": files_digest(candidate),

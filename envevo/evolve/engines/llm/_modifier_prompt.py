@@ -44,8 +44,11 @@ def _verifier(facts: ShellFacts) -> str:
     if not facts.separate_verifier:
         return ""
     return ("- This task has a separate verifier environment (`[verifier] environment_mode = \"separate\"`): in the "
-            "trials the tests run in a fresh container built from tests/Dockerfile that sees only the declared "
-            "artifacts, not your container. Running the tests here runs them in your container instead.\n")
+            "trials the tests run in a fresh container built from tests/Dockerfile (or environment/ when there is "
+            "none) that sees only the declared artifacts (task.toml `artifacts`), not your container. Running the "
+            "tests here runs them in your container instead. Keep the verifier's mode and environment as they are, "
+            "and declare every file the tests read that the solution writes: a candidate that does not is rejected "
+            "before it is verified.\n")
 
 
 def _mounts(text_actions: bool) -> str:
