@@ -180,11 +180,9 @@ def verify(
             err.print(usage_table(USAGE_TITLE, usage))
         # Inconclusive is counted apart from fail: this host could not run those tasks, which says nothing of them.
         counts = Counter(v.status for v in verdicts)
-        err.print(f"{len(verdicts)} task(s): " + ", ".join(f"{counts[s]} {s}" for s in sorted(counts))
+        err.print(f"{len(verdicts)} task(s): " + ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s])
                   + (" (inconclusive: this host could not verify them; see the reasons)" if counts["inconclusive"] else ""))
         err.print(f"trial logs: {jobs}")
-        counts = Counter(v.status for v in verdicts)
-        err.print(", ".join(f"{counts[s]} {s}" for s in ("ok", "weak", "inconclusive", "fail") if counts[s]))
     if (stop := budget_stop(runtime)) is not None:  # the cap stopped the model: said once, on stderr
         err.print(stop, markup=False, highlight=False, soft_wrap=True)
     # A refused task counts as a failed one (exit 1); all refused is exit 2, above.
@@ -192,6 +190,7 @@ def verify(
 
 
 REFUSED = "[bold red]refused[/]"
+STATUSES = ("ok", "weak", "inconclusive", "fail")  # best to worst, the order the summary counts them
 
 
 def refusal(task_dir: Path, reason: str) -> dict:

@@ -46,13 +46,14 @@ def _run(tmp_path: Path, monkeypatch, names: tuple[str, ...]):
 def test_an_inconclusive_verdict_is_counted_apart_from_the_failures(tmp_path, monkeypatch):
     res = _run(tmp_path, monkeypatch, ("broken", "limited", "sound"))
     said = " ".join(res.output.split())  # rich wraps the line at the terminal's width
-    assert "3 task(s): 1 fail, 1 inconclusive, 1 ok (inconclusive: this host could not verify them" in said
+    assert "3 task(s): 1 ok, 1 inconclusive, 1 fail (inconclusive: this host could not verify them" in said
+    assert said.count("1 ok, 1 inconclusive, 1 fail") == 1  # counted once, not again on a line of its own
     assert res.exit_code == ExitCode.FAIL, res.output
 
 
 def test_a_machine_limit_alone_exits_3_not_1(tmp_path, monkeypatch):
     res = _run(tmp_path, monkeypatch, ("limited", "sound"))
     said = " ".join(res.output.split())
-    assert "2 task(s): 1 inconclusive, 1 ok (inconclusive: this host could not verify them" in said
+    assert "2 task(s): 1 ok, 1 inconclusive (inconclusive: this host could not verify them" in said
     assert "fail" not in said
     assert res.exit_code == ExitCode.INCONCLUSIVE, res.output
