@@ -165,8 +165,10 @@ class LLMSettings(BaseModel):
         "auto", description="how structured answers are requested: tool calls, JSON-schema response_format, or "
                             "prompt+parse; auto: JSON schema on a server that enforces it (llama.cpp, vLLM, SGLang, "
                             "found by the preflight), tool calls elsewhere")
-    max_cost_usd: float | None = Field(None, gt=0, description="per lineage, and once more for the model calls outside lineages (seeds, verify, audit)")
-    max_tokens: int | None = Field(None, gt=0, description="input+output tokens per lineage, and once more for the calls outside lineages")
+    max_cost_usd: float | None = Field(None, gt=0, description="per lineage, and once more for the model calls outside "
+                                       "lineages (seeds, verify, audit)")
+    max_tokens: int | None = Field(None, gt=0, description="input+output tokens per lineage, and once more for the "
+                                   "calls outside lineages")
     rubrics: list[Path] = Field(default_factory=list, description="extra rubric TOML files for the judge")
     prices: dict[str, Price] = Field(default_factory=dict, description="provider:name -> USD per million tokens")
     record_dir: Path | None = Field(None, description="save every model exchange here (--record)")
