@@ -86,6 +86,22 @@ def raise_for(report: CopyReport, engine: str, source: str, *, single_file: bool
         raise RuntimeError(f"{source} was not copied: {report.stopped or '; '.join(report.dropped) or 'empty archive'}")
 
 
+# The note a sandbox's copy out leaves when the engine failed on a path that exists (not a missing path, which a
+# `nop` legitimately has): the trial's outcome is then the machine's fault, never a reward (envevo/runtime/_trial.py).
+COPY_FAILED = "copy failed:"
+
+
+def failure_note(report: CopyReport, source: str) -> str | None:
+    """The COPY_FAILED note for an engine failure on `source`, None for a clean copy or a path that is not there."""
+    return f"{COPY_FAILED} {source}: {report.error}" if report.error is not None and not report.missing else None
+
+
+def copy_failure(notes: list[str]) -> str | None:
+    """The first COPY_FAILED note among a trial's sandbox notes (the engine could not copy an artifact out: under
+    load, "layer not known" or a storage lock), which makes the trial an infrastructure error whatever it scored."""
+    return next((n[:500] for n in notes if n.startswith(COPY_FAILED)), None)
+
+
 class CopyError(RuntimeError):
     """The engine could not read the path at all (no such container or path)."""
 

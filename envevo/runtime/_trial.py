@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 
 from envevo.runtime import _cleanup
+from envevo.runtime._archive import copy_failure
 from envevo.runtime._envs import resolve_env
 from envevo.runtime._harbor import (
     AgentConfig,
@@ -226,6 +227,9 @@ def _turns(r: TrialResult) -> int | None:
 
 def to_outcome(spec: TrialSpec, r: TrialResult) -> TrialOutcome:
     kind, message = classify(r)
+    notes = _notes(spec.trials_dir.resolve() / r.trial_name)
+    if (failed := copy_failure(notes)) is not None and kind in (ErrorKind.OK, ErrorKind.REWARD_MISSING):
+        kind, message = ErrorKind.INFRASTRUCTURE_ERROR, failed  # scored without an artifact: says nothing of the task
     rewards = dict(r.verifier_result.rewards) if r.verifier_result and r.verifier_result.rewards else {}
     reward = rewards.get("reward", next(iter(rewards.values()), None)) if rewards else None
     n_in, _cache, n_out, cost = r.compute_token_cost_totals()
@@ -244,7 +248,7 @@ def to_outcome(spec: TrialSpec, r: TrialResult) -> TrialOutcome:
         error_message=message,
         exception_type=r.exception_info.exception_type if r.exception_info else None,
         trial_dir=spec.trials_dir.resolve() / r.trial_name,
-        notes=_notes(spec.trials_dir.resolve() / r.trial_name),
+        notes=notes,
     )
 
 

@@ -28,6 +28,8 @@ with open(os.environ["FAKE_ENGINE_LOG"], "a") as log:
 if args[0] == "cp" and args[-1] == "-":
     src = args[1].split(":", 1)[1]
     path = os.environ["FAKE_ROOT"] + src
+    if src == os.environ.get("FAKE_CP_BROKEN"):  # the engine fails on a path that exists (storage under load)
+        sys.exit("Error: layer not known")
     if not os.path.exists(path):
         sys.exit(f"Error: {{src}}: no such file or directory")
     with tarfile.open(fileobj=sys.stdout.buffer, mode="w|") as tar:
@@ -87,6 +89,27 @@ def test_each_artifact_is_copied_out_once(tmp_path, engine):
     status = {e.source: (e.type, e.status) for e in manifest.entries}
     assert status["/app/out"] == ("directory", "ok") and status["/app/result.json"] == ("file", "ok")
     assert status["/app/missing"][1] == "failed"
+
+
+def test_an_engine_failure_on_an_artifact_is_noted_and_a_missing_one_is_not(tmp_path, engine, monkeypatch):
+    """Harbor records both as a "failed" artifact and scores on; only the engine's failure on a path that exists
+    leaves the note that makes the trial an infrastructure error (a `nop` legitimately lacks the outputs)."""
+    from envevo.runtime._archive import COPY_FAILED, copy_failure
+
+    monkeypatch.setenv("FAKE_CP_BROKEN", "/app/out")
+    env = _env(tmp_path)
+    handler = ArtifactHandler(artifacts=["/app/out", "/app/missing"], logger=logging.getLogger("test"))
+
+    async def collect():
+        await env.quiesce()
+        return await handler.download_artifacts(env, tmp_path / "artifacts", source_artifacts_dir="/logs/artifacts")
+
+    status = {e.source: e.status for e in asyncio.run(collect()).entries}
+    assert status["/app/out"] == status["/app/missing"] == "failed"
+    failed = [n for n in env._notes if n.startswith(COPY_FAILED)]
+    assert failed == [f"{COPY_FAILED} /app/out: Error: layer not known"]
+    assert copy_failure(env._notes) == failed[0]
+    assert copy_failure(["agent processes ended after the agent phase (the container was stopped)"]) is None
 
 
 def test_a_peek_no_download_continued_is_ended_before_the_next_command(tmp_path, engine):

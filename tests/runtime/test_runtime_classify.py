@@ -36,6 +36,31 @@ def test_endpoint_failures_are_infrastructure_and_get_retried() -> None:
     assert classify(_result("ValueError", agent_started=False))[0] is ErrorKind.INFRASTRUCTURE_ERROR
 
 
+def test_a_trial_scored_without_an_artifact_the_engine_failed_to_copy_is_infrastructure(tmp_path) -> None:
+    """The oracle's outputs never reached the separate verifier (the engine failed copying them out): its 0.0 says
+    nothing of the task, so the trial is an infrastructure error (retried, then inconclusive), never a fail."""
+    from envevo.runtime import TrialSpec
+    from envevo.runtime._archive import COPY_FAILED
+    from envevo.runtime._local_env import NOTES_FILE
+    from envevo.runtime._trial import to_outcome
+
+    def outcome(notes: list[str]):
+        trial = tmp_path / "trials" / f"t__{len(list(tmp_path.glob('trials/*')))}"
+        (trial / "environment" / "env").mkdir(parents=True)
+        (trial / "environment" / "env" / NOTES_FILE).write_text("".join(f"{n}\n" for n in notes))
+        r = _result(rewards={"reward": 0.0})
+        r.task_name, r.trial_name, r.started_at, r.finished_at = "t", trial.name, None, None
+        r.agent_result = r.environment_setup = r.agent_setup = r.agent_execution = r.verifier = None
+        r.compute_token_cost_totals = lambda: (None, None, None, None)
+        return to_outcome(TrialSpec(task_dir=tmp_path, agent="oracle", trials_dir=tmp_path / "trials"), r)
+
+    broken = outcome(["agent processes ended", f"{COPY_FAILED} /app/project: Error: layer not known"])
+    assert broken.error_kind is ErrorKind.INFRASTRUCTURE_ERROR and "/app/project" in (broken.error_message or "")
+    assert not broken.passed
+    clean = outcome(["agent processes ended"])
+    assert clean.error_kind is ErrorKind.OK and clean.reward == 0.0
+
+
 def test_an_interrupted_trial_is_not_retried_or_recorded(monkeypatch, tmp_path) -> None:
     """Harbor tears a cancelled trial down and may return it as a failed result rather than re-raise; run_trials
     must then stop (the CLI exits 130), not retry it as an infrastructure failure and run the task again."""
