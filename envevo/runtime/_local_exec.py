@@ -26,6 +26,12 @@ EXEC_OUTPUT_LIMIT = 8 << 20
 NOTES_FILE = "envevo-notes.txt"
 
 
+def trial_notes(trial_dir: Path) -> list[str]:
+    """The local environment's notes for each of a trial's sandboxes (agent, separate verifier)."""
+    return [line for f in sorted(trial_dir.glob(f"environment/*/{NOTES_FILE}"))
+            for line in f.read_text().splitlines() if line.strip()]
+
+
 class CommandEnvironment(BaseEnvironment):
     """One local container's state and its commands run one engine call each; LocalContainerEnvironment builds on it."""
 

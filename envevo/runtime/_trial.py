@@ -20,6 +20,7 @@ from envevo.runtime._harbor import (
 )
 from envevo.runtime._host_env import host_env_guarded
 from envevo.runtime._image_cache import ImageCache
+from envevo.runtime._local_exec import trial_notes
 from envevo.runtime._outcome import ErrorKind, PhaseTimings, TrialOutcome, TrialSpec
 from envevo.runtime._quota import backoff, is_provider_error, provider_wait
 from envevo.runtime._quota_env import environment_config
@@ -227,7 +228,7 @@ def _turns(r: TrialResult) -> int | None:
 
 def to_outcome(spec: TrialSpec, r: TrialResult) -> TrialOutcome:
     kind, message = classify(r)
-    notes = _notes(spec.trials_dir.resolve() / r.trial_name)
+    notes = trial_notes(spec.trials_dir.resolve() / r.trial_name)
     if (failed := copy_failure(notes)) is not None and kind in (ErrorKind.OK, ErrorKind.REWARD_MISSING):
         kind, message = ErrorKind.INFRASTRUCTURE_ERROR, failed  # scored without an artifact: says nothing of the task
     rewards = dict(r.verifier_result.rewards) if r.verifier_result and r.verifier_result.rewards else {}
@@ -250,14 +251,6 @@ def to_outcome(spec: TrialSpec, r: TrialResult) -> TrialOutcome:
         trial_dir=spec.trials_dir.resolve() / r.trial_name,
         notes=notes,
     )
-
-
-def _notes(trial_dir) -> list[str]:
-    """The local environment's notes for each of the trial's sandboxes (agent, separate verifier)."""
-    from envevo.runtime._local_env import NOTES_FILE
-
-    return [line for f in sorted(trial_dir.glob(f"environment/*/{NOTES_FILE}"))
-            for line in f.read_text().splitlines() if line.strip()]
 
 
 def _guard_phases(trial: Trial) -> None:
