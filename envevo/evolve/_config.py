@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
 from envevo.runtime import DEFAULT_ENGINE
 from envevo.trace import DEFAULT_MAX_DRIFT, Direction, Effort
+
+if TYPE_CHECKING:
+    from envevo.verify import VerificationConfig
 
 
 class EvolveConfig(BaseModel):
@@ -53,6 +56,13 @@ class EvolveConfig(BaseModel):
         if that run has gained rollouts since)."""
         t = self.weakness_target
         return "untargeted" if t is None else f"{t.get('agent')} from {t.get('source')}"
+
+    def verification(self) -> VerificationConfig:
+        """The run's verification settings as the model every command shares (stored runs keep the flat fields)."""
+        from envevo.verify import VerificationConfig
+
+        return VerificationConfig(repeats=self.repeats, red_team=self.red_team, mutation=self.mutation,
+                                  model_mutants=self.model_mutants)
 
     @property
     def strict_mutation(self) -> bool:

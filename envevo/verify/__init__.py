@@ -12,6 +12,7 @@ from envevo.verify._audit import (
                                   record_reasons,
                                   summarize_audit,
 )
+from envevo.verify._config import VerificationConfig
 from envevo.verify._drift import DriftBound
 from envevo.verify._evidence import reward_of
 from envevo.verify._exploit_keys import NOT_REUSED, REUSABLE, Inheriting, exploit_key, resisted_sources
@@ -67,6 +68,7 @@ __all__ = [
     "TrialVerifier",
     "Unmet",
     "Verdict",
+    "VerificationConfig",
     "WrittenMutant",
     "VerifierReport",
     "audit_record",

@@ -1,0 +1,59 @@
+"""What verifies a task: one model that `verify`, `audit`, `seeds select`, `harden` and `evolve` share, so a task meets
+the same checks whichever command judges it, and the library's defaults are the CLI's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from envevo.verify._mutation import mutation_strict, parse_mutation
+from envevo.verify._redteam import parse_red_team
+
+if TYPE_CHECKING:
+    from envevo.verify._mutation import MutantWriter
+    from envevo.verify._verifiers import TrialVerifier
+
+
+class VerificationConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    repeats: int = Field(2, ge=1, description="oracle runs per task; all must reach reward 1.0")
+    red_team: str = Field("on", description="exploit agents on every task: on, off, or sample:N")
+    mutation: str = Field("sample:4", description="near-miss solutions (a step's wrong variant or omission; solve.sh "
+                                                  "cut short) that must all score 0: on, off, sample:N per task, or "
+                                                  "strict (every mutant, and a task whose tests miss one fails, not "
+                                                  "weak)")
+    model_mutants: int = Field(0, ge=0, description="near misses the model writes per task beside the generated "
+                                                    "ones; 0: none")
+    probes: bool = Field(True, description="the red team's false-fail probes (the reference answer reformatted)")
+    learn_rubric: Path | None = Field(None, description="a rubric TOML each hack the LLM red team proves is appended "
+                                                        "to as a required criterion")
+
+    @field_validator("red_team")
+    @classmethod
+    def _red_team_switch(cls, value: str) -> str:
+        parse_red_team(value)  # ValueError naming --red-team and the accepted values
+        return value.strip().lower()
+
+    @field_validator("mutation")
+    @classmethod
+    def _mutation_switch(cls, value: str) -> str:
+        parse_mutation(value)
+        return value.strip().lower()
+
+    @property
+    def strict(self) -> bool:
+        """`mutation = strict`: a task whose tests miss a near miss fails instead of being weak."""
+        return mutation_strict(self.mutation)
+
+    def verifiers(self, *, model: object | None = None, mutant_writer: MutantWriter | None = None
+                  ) -> list[TrialVerifier]:
+        """The container verifiers this config asks for; `model` lends the red team its LLM hacker and
+        `mutant_writer` writes `model_mutants` near misses per task."""
+        from envevo.verify._run import default_verifiers
+
+        return default_verifiers(self.repeats, red_team=self.red_team, mutation=self.mutation, model=model,
+                                 learn_rubric=self.learn_rubric, mutant_writer=mutant_writer,
+                                 written=self.model_mutants, probes=self.probes)
