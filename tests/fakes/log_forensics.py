@@ -11,6 +11,8 @@ The new expected values were computed by running the new solution in the seed's 
 
 from __future__ import annotations
 
+import shutil
+import tomllib
 from pathlib import Path
 
 from tests.fakes.openai_server import Script, final, tool_calls
@@ -193,3 +195,16 @@ def openai_script(*, run_verifiers: bool = False, hacker_sessions: int = 2) -> S
         "reviewer": [final(plan_review(accept=False)), final(plan_review(accept=True))],
         "modifier": [*modifier, final(MODIFIER_SUMMARY)],
     })
+
+
+def shared_seed(dest: Path) -> Path:
+    """SEED as it would be published for Harbor's default verifier (most public tasks): no separate verifier
+    environment and no declared artifacts, so its tests run in the agent's own container."""
+    shutil.copytree(SEED, dest)
+    toml = dest / "task.toml"
+    kept = [ln for ln in toml.read_text().splitlines()
+            if not ln.startswith(("artifacts =", "environment_mode =", "# "))]
+    toml.write_text("\n".join(kept) + "\n")
+    config = tomllib.loads(toml.read_text())
+    assert "artifacts" not in config and "environment_mode" not in config["verifier"]
+    return dest

@@ -147,6 +147,46 @@ def test_one_llm_generation_ends_honestly_and_its_tokens_match_the_servers(llama
     assert "Traceback" not in again.stderr, again.stderr[-3000:]
 
 
+@pytest.mark.sandbox
+@pytest.mark.timeout(5400)
+def test_a_shared_verifier_seed_is_hardened_at_the_gate_and_tried_with_the_real_model(llama, tmp_path):
+    """The main job from a public-style task with envevo's defaults (red team on with the model as its hacker,
+    mutation verifier, harden on): the seed gate finds the shared-verifier seed hackable, harden proves a separate-
+    verifier copy, and the lineage opens on it and makes one try. The weak model's try may fail: that it ends in one
+    line, within its bounds, with every token metered, is what is asserted; the gate and harden are not the model's."""
+    from envevo.store import LineageStore
+    from envevo.task import load_task
+    from tests.fakes import log_forensics as lf
+
+    seed = lf.shared_seed(tmp_path / "log-forensics")
+    run = tmp_path / "run"
+    before = metrics(llama)
+    started = time.monotonic()
+    r = _envevo("evolve", str(seed), "--run", str(run), "--engine", "llm", "--model", SERVED, "--base-url",
+                llama + "/v1", "--generations", "1", "--plan-budget", "1", "--env-budget", "1",
+                "--price", f"openai:{SERVED}=0,0", "--json", timeout=5000, cwd=tmp_path)
+    wall = time.monotonic() - started
+    assert "Traceback" not in r.stderr, r.stderr[-3000:]
+    (lineage,) = json.loads(r.stdout)["lineages"]
+    print(f"wall {wall:.0f} s; exit {r.returncode}; {lineage['status']}: {lineage['reason']}")
+    # ξ is the model's: a seed whose extraction the weak model botched never reaches the gate, and says so.
+    if lineage["reason"] and lineage["reason"].startswith("skipped: "):
+        pytest.skip(f"the model gave no usable ξ for the seed, so the gate was not reached: {lineage['reason']}")
+    assert "the seed was hardened and proved" in r.stderr, r.stderr[-4000:]
+    with LineageStore.open(run) as store:
+        gen0 = store.load_version_task(store.version(lineage["lineage"], 0).task_hash)
+        tries = store.tries(lineage["lineage"], 1)
+    assert gen0.envevo_metadata["hardened"]["from_content_hash"] == load_task(seed).content_hash()
+    assert gen0.config["verifier"]["environment_mode"] == "separate"
+    assert tries, "no try at generation 1 was made"  # one was, whatever became of it
+    if lineage["status"] != "done":
+        _one_line(lineage["reason"])
+    show = json.loads(_envevo("lineage", "show", str(run), "--json", timeout=120, cwd=tmp_path).stdout)
+    rows = [u for lin in show["lineages"] for u in lin["usage"]] + show["usage_outside_lineages"]
+    served_out = _settle(llama).get("tokens_predicted_total", 0) - before.get("tokens_predicted_total", 0)
+    assert sum(u["output_tokens"] or 0 for u in rows) == served_out
+
+
 # ---- every other role, one at a time, through envevo's real HTTP path -----------------------------------------------
 # Each test asserts protocol behaviour and honest endings, never the weak model's success: the role reached the
 # server, every answer stayed within its output cap, the run ended within its bound with a one-line reason when the
