@@ -24,8 +24,8 @@ from verl.trainer.ppo.v1 import get_trainer_cls  # noqa: E402
 from verl.utils.tensordict_utils import list_of_dict_to_tensordict  # noqa: E402
 
 from envevo.schedule import ScheduleError  # noqa: E402
-from envevo.schedule.adapters.verl import EnvevoReplayBuffer, EnvevoRLHFDataset  # noqa: E402
-from tests.schedule._trainer_support import cli_overrides, rl_export, tiny_gpt2  # noqa: E402
+from envevo.trainers.verl import EnvevoReplayBuffer, EnvevoRLHFDataset  # noqa: E402
+from tests.trainers._trainer_support import cli_overrides, rl_export, tiny_gpt2  # noqa: E402
 
 N = 8  # rollout.n in the documented config
 PASSES = {0: N, 1: N // 2}  # the stand-in policy: generation 0 always solved, generation 1 half the time
