@@ -115,3 +115,33 @@ def test_export_refuses_before_writing_what_the_runner_would_drop(run: Path, tmp
     assert res.exit_code == 2 and "unknown runner 'nope'" in res.output
     res = invoke(run, "--format", "jsonl", "--out", tmp_path / "x.jsonl", "--runner", "envevo")
     assert res.exit_code == 2 and "--runner needs --format harbor or rl" in res.output
+
+
+def _top_level_names(path: Path) -> set[str]:
+    import ast
+
+    names = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+@pytest.mark.parametrize("name", TRAINER_PACKAGES)
+def test_every_public_name_of_a_trainer_package_loads_from_the_module_that_defines_it(name):
+    """Checked without the frameworks: each name in __all__ is the package's own, or mapped to a module of the
+    package that defines it at top level (what `from envevo.trainers.<name> import X` then loads)."""
+    package = importlib.import_module(f"envevo.trainers.{name}")
+    lazy = package.__getattr__.names
+    for public in package.__all__:
+        if public in vars(package):
+            continue
+        assert public in lazy, f"envevo.trainers.{name}.{public} is in __all__ but not loadable"
+        module = ROOT / "envevo" / "trainers" / name / f"{lazy[public]}.py"
+        assert public in _top_level_names(module), f"{module} does not define {public}"
+    assert set(lazy) <= set(package.__all__)

@@ -17,7 +17,7 @@ SERVER = RunnerSpec(
     "load)")
 RUNNERS = (SERVER,)
 
-_SERVER_NAMES = ("EnvevoAction", "EnvevoEnvClient", "EnvevoObservation", "EnvevoState", "EnvevoTaskEnvironment",
+_SERVER_NAMES = ("EnvevoAction", "EnvevoEnvClient", "EnvevoObservation", "EnvevoState", "EnvevoTaskEnvironment", "check_port",
                  "create_export_app", "serve")
 __getattr__ = lazy_names(__name__, dict.fromkeys(_SERVER_NAMES, "_server"))
 
