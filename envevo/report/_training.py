@@ -1,7 +1,7 @@
 """The report's training section: the curriculum a trainer followed, read from ``RUN/training/*.jsonl``.
 
-Each file is a trainer adapter's step log (envevo/schedule/adapters/_steplog.py, one JSON line per step). The
-report reads it as plain JSON: the schedulers sit on a higher floor. A line that does not parse is counted and
+Each file is a trainer adapter's step log (envevo/trainers/_steplog.py, one JSON line per step). The
+report reads it as plain JSON: the trainers sit on a higher floor. A line that does not parse is counted and
 skipped, never trusted.
 """
 

@@ -2,7 +2,7 @@
 `localhost/verifiers-network:1` on first use from alpine:3.22 and Alpine's mirror, which an air-gapped host cannot
 reach. `envevo doctor` says so (a warning: envevo's own sandboxes do not need it); `--fix` builds it as verifiers
 would where the registry answers, else a stand-in from the local Debian base, labelled and named in doctor's line.
-A fake engine here; the real build runs in tests/schedule/test_adapters_taskset.py (verifiers' own podman rollouts)."""
+A fake engine here; the real build runs in tests/trainers/test_adapters_taskset.py (verifiers' own podman rollouts)."""
 
 from __future__ import annotations
 

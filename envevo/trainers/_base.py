@@ -15,8 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from envevo.schedule._base import Observation, Scheduler, make_scheduler
-from envevo.schedule._records import EnvRecord, ScheduleError
+from envevo.schedule import EnvRecord, Observation, ScheduleError, Scheduler, make_scheduler
 
 #: The dataset columns (or ``extra_info`` keys) an adapter reads.
 ENV_ID, LINEAGE, GENERATION, D_T = "env_id", "lineage", "generation", "D_T"
@@ -54,7 +53,7 @@ def read_export_index(export_dir: str | os.PathLike[str], *, check: bool = True)
     """The rows of ``OUT/index.parquet`` (``env_id``, ``lineage``, ``generation``, ``D_T``, ``task_dir``,
     ``task_hash``) of an ``envevo export RUN --format rl --out OUT`` folder; with ``check``, every row's task
     directory must still be what was exported (:func:`check_export_rows`)."""
-    from envevo.schedule._export import RL_INDEX
+    from envevo.schedule import RL_INDEX
 
     index = Path(export_dir).expanduser() / RL_INDEX
     if not index.is_file():
@@ -106,7 +105,7 @@ def build_scheduler(
     if isinstance(scheduler, Scheduler):
         return scheduler
     if run_dir is not None:
-        from envevo.schedule._load import load_lineages
+        from envevo.schedule import load_lineages
 
         lineages: Any = load_lineages(run_dir)
     elif rows is not None:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from envevo.schedule.adapters._live_client import LiveTrialClient, LiveTrialFailed
-from envevo.schedule.adapters.trl_env import EnvevoBashEnv, bash_environment, env_reward, lost_under_trl_harbor_env
+from envevo.trainers._live_client import LiveTrialClient, LiveTrialFailed
+from envevo.trainers.trl import EnvevoBashEnv, bash_environment, env_reward, lost_under_trl_harbor_env
 from tests.conftest import ROOT
 
 SEPARATE = ROOT / "tests" / "fixtures" / "realistic" / "separate-verifier"
@@ -143,7 +143,7 @@ def test_a_verifier_environment_table_alone_declares_a_separate_verifier(tmp_pat
 
 TRAINER = """
 import sys
-from envevo.schedule.adapters._live_client import LiveTrialClient
+from envevo.trainers._live_client import LiveTrialClient
 client = LiveTrialClient()
 trial = client.start(sys.argv[1], "podman")
 client.exec(trial, "true")                      # the sandbox is up

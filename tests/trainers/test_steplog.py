@@ -10,9 +10,9 @@ import shutil
 import pytest
 
 from envevo.schedule import ScheduleError
-from envevo.schedule.adapters._common import build_scheduler, read_export_index
-from envevo.schedule.adapters._steplog import TRAINING_LOG_DIR, StepLog
-from tests.schedule._trainer_support import rl_export
+from envevo.trainers._base import build_scheduler, read_export_index
+from envevo.trainers._steplog import TRAINING_LOG_DIR, StepLog
+from tests.trainers._trainer_support import rl_export
 
 
 def test_a_row_whose_task_dir_is_missing_or_changed_is_refused_by_name(tmp_path):

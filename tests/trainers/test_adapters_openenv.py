@@ -20,14 +20,14 @@ import pytest
 pytest.importorskip("openenv", reason="install the openenv extra: pip install -e '.[openenv]'")
 
 from envevo.errors import UserError  # noqa: E402
-from envevo.schedule.adapters.openenv_env import (  # noqa: E402
+from envevo.trainers.openenv import (  # noqa: E402
     EnvevoAction,
     EnvevoEnvClient,
     check_port,
     create_export_app,
 )
 from tests.conftest import ROOT  # noqa: E402
-from tests.schedule._trainer_support import task_export  # noqa: E402
+from tests.trainers._trainer_support import task_export  # noqa: E402
 
 SEPARATE = ROOT / "tests" / "fixtures" / "realistic" / "separate-verifier"
 TR_SHIM = ("printf '#!/bin/sh\\necho 2 3 5 7 11 13 17 19 23 29 31 37 41 43 47 53 59 61 67 71 73 79 83 89 97\\n' "
@@ -95,7 +95,7 @@ def _wait_gone(owner_pid: int, within: float) -> float:
 def server(tmp_path):
     import uvicorn
 
-    from envevo.schedule.adapters._live_client import shared_client
+    from envevo.trainers._live_client import shared_client
 
     export = task_export(tmp_path, {"separate": SEPARATE})
     port = _free_port()
@@ -147,7 +147,7 @@ def test_openenv_clients_get_the_tasks_own_verdict_and_hacks_score_zero(server):
 
 CLIENT = textwrap.dedent("""
     import sys, time
-    from envevo.schedule.adapters.openenv_env import EnvevoAction, EnvevoEnvClient
+    from envevo.trainers.openenv import EnvevoAction, EnvevoEnvClient
     client = EnvevoEnvClient(base_url=sys.argv[1], message_timeout_s=600).sync()
     client.connect()
     client.reset(task=sys.argv[2])

@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from envevo.schedule._base import Observation, Scheduler
-from envevo.schedule.adapters._common import ENV_ID, GENERATION, LINEAGE
+from envevo.schedule import Observation, Scheduler
+from envevo.trainers._base import ENV_ID, GENERATION, LINEAGE
 
 #: Where `envevo report RUN` looks for training logs.
 TRAINING_LOG_DIR = "training"

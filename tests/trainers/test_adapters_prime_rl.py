@@ -18,8 +18,8 @@ if PRIME_RL:  # before the adapter is imported: it subclasses prime-rl's TaskSam
     sys.path[:0] = [str(Path(PRIME_RL) / "src"), str(Path(PRIME_RL) / "packages" / "prime-rl-configs" / "src")]
 
 from envevo.schedule import ScheduleError, make_scheduler, synthetic_lineages  # noqa: E402
-from envevo.schedule.adapters.prime_rl import EnvevoTaskSampler  # noqa: E402
-from tests.schedule._trainer_support import rl_export, snippet  # noqa: E402
+from envevo.trainers.prime_rl import EnvevoTaskSampler  # noqa: E402
+from tests.trainers._trainer_support import rl_export, snippet  # noqa: E402
 
 B = 8
 

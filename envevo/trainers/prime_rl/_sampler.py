@@ -22,13 +22,14 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import verifiers.v1 as vf
 
-from envevo.schedule._base import Observation, Scheduler
-from envevo.schedule._records import ScheduleError
-from envevo.schedule.adapters._common import build_scheduler
+from envevo.schedule import Observation, ScheduleError, Scheduler
+from envevo.trainers._base import build_scheduler
+from envevo.trainers._runner import RunnerSpec
+from envevo.trainers.prime_rl import VERIFIERS_HARBOR
 
 try:  # prime-rl is not on PyPI; use its base class when it is installed from source
     from prime_rl.orchestrator.curriculum.samplers import TaskSampler as _Base  # type: ignore[import-not-found]
@@ -52,7 +53,12 @@ def default_env_id(task: vf.Task) -> str:
 
 
 class EnvevoTaskSampler(_Base):  # type: ignore[misc,valid-type]
-    """prime-rl ``TaskSampler`` serving tasks in an envevo scheduler's order (EL by default)."""
+    """prime-rl ``TaskSampler`` serving tasks in an envevo scheduler's order (EL by default).
+
+    Its runner is verifiers' ``HarborTaskset``, which refuses a task without a prebuilt image itself; the sampler gets
+    verifiers' tasks, not task dirs, so ``envevo export --runner verifiers-harbor`` is where the export is checked."""
+
+    runner: ClassVar[RunnerSpec] = VERIFIERS_HARBOR
 
     def __init__(
         self,

@@ -13,9 +13,9 @@ pytest.importorskip("skyrl", reason="install the skyrl extra: pip install -e '.[
 
 from skyrl.train.generators.base import GeneratorInput, TrajectoryID  # noqa: E402
 
-from envevo.schedule.adapters.skyrl_live import EnvevoLiveGenerator, command_of  # noqa: E402
-from tests.schedule._trainer_support import tiny_gpt2  # noqa: E402
-from tests.schedule.test_trl_env import SEPARATE, TR_SHIM  # noqa: E402
+from envevo.trainers.skyrl import EnvevoLiveGenerator, command_of  # noqa: E402
+from tests.trainers._trainer_support import tiny_gpt2  # noqa: E402
+from tests.trainers.test_trl_env import SEPARATE, TR_SHIM  # noqa: E402
 
 
 class ScriptedEngine:
@@ -43,8 +43,8 @@ def test_the_first_fenced_block_is_the_command():
 def test_the_documented_experiment_wires_the_live_generator_to_the_scheduler(tmp_path):
     from types import SimpleNamespace
 
-    from envevo.schedule.adapters.skyrl import EnvevoGenerator, EnvevoHarborDataset
-    from tests.schedule._trainer_support import rl_export, snippet
+    from envevo.trainers.skyrl import EnvevoGenerator, EnvevoHarborDataset
+    from tests.trainers._trainer_support import rl_export, snippet
 
     ns: dict = {}
     exec(snippet("skyrl-live"), ns)  # noqa: S102 - our own docs

@@ -3,7 +3,7 @@
 SkyRL's trainer calls ``await generator.generate(input_batch)`` (``skyrl.train.generators.base``: a
 ``GeneratorInput`` in, a ``GeneratorOutput`` out, same order). :class:`EnvevoLiveGenerator` implements that
 contract on envevo's runtime, with no Harbor generator from SkyRL's repository: for each prompt it starts a live
-trial of the row's task (``env_extras["data_source"]``, the task dir :class:`~envevo.schedule.adapters.skyrl.EnvevoHarborDataset`
+trial of the row's task (``env_extras["data_source"]``, the task dir :class:`~envevo.trainers.skyrl.EnvevoHarborDataset`
 puts there), asks the policy through SkyRL's ``inference_engine_client.generate`` for a turn, runs the first
 ```bash block of the reply in the task's sandbox, shows the output as the next user turn, and stops when a reply
 has no command or ``max_turns`` is reached. Then the trial verifies as ``envevo verify`` would: a separate verifier
@@ -12,7 +12,7 @@ container sees only the artifacts, collect hooks read the stopped agent containe
 Tokens: the prompt is the chat template of the instruction; the response is every assistant turn's token ids
 (loss mask 1) and every command output's (loss mask 0). A rollout whose sandbox failed for reasons that are not the
 policy's (a build, the machine) gets ``stop_reason == "error"``: SkyRL masks it and the scheduler does not count it.
-Wrap it in :class:`~envevo.schedule.adapters.skyrl.EnvevoGenerator` to feed rewards to the scheduler.
+Wrap it in :class:`~envevo.trainers.skyrl.EnvevoGenerator` to feed rewards to the scheduler.
 """
 
 from __future__ import annotations
@@ -20,13 +20,15 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from skyrl.backends.skyrl_train.inference_servers.base import InferenceEngineInput
 from skyrl.train.generators.base import GeneratorInput, GeneratorInterface, GeneratorOutput, TrajectoryID
 
 from envevo.runtime import DEFAULT_ENGINE, ErrorKind, TrialOutcome
-from envevo.schedule.adapters._live_client import LiveTrialClient, LiveTrialFailed, shared_client
+from envevo.trainers._live_client import LiveTrialClient, LiveTrialFailed, shared_client
+from envevo.trainers._runner import RunnerSpec, check_tasks, task_configs
+from envevo.trainers.skyrl import LIVE_GENERATOR
 
 _NOT_THE_POLICY = {ErrorKind.INFRASTRUCTURE_ERROR, ErrorKind.ENVIRONMENT_BUILD_FAILURE}
 _COMMAND = re.compile(r"```(?:bash|sh)?[ \t]*\n(.*?)```", re.S)
@@ -47,6 +49,8 @@ def command_of(reply: str) -> str | None:
 class EnvevoLiveGenerator(GeneratorInterface):
     """A SkyRL generator whose rollouts are envevo live trials (``env`` = the sandbox engine, e.g. podman)."""
 
+    runner: ClassVar[RunnerSpec] = LIVE_GENERATOR
+
     def __init__(self, inference_engine_client: Any, tokenizer: Any, *, env: str = DEFAULT_ENGINE, max_turns: int = 8,
                  timeout_sec: int = 180, max_output: int = 4000, python: str | None = None,
                  policy_model_name: str | None = None, keep_trials: bool = False) -> None:
@@ -55,6 +59,7 @@ class EnvevoLiveGenerator(GeneratorInterface):
         self.env, self.max_turns, self.timeout, self.max_output = env, int(max_turns), int(timeout_sec), int(max_output)
         self.python, self.model, self.keep = python, policy_model_name, keep_trials
         self.outcomes: list[TrialOutcome | None] = []  # the last batch's trial outcomes, in output order
+        self._checked: set[str] = set()
 
     def _trials(self) -> LiveTrialClient:
         return shared_client(self.python)
@@ -81,6 +86,9 @@ class EnvevoLiveGenerator(GeneratorInterface):
         return list(self.tokenizer.encode(text, add_special_tokens=False))
 
     async def _rollout(self, task_dir: Path, sampling: dict[str, Any] | None) -> dict[str, Any]:
+        if str(task_dir) not in self._checked:  # once per task: what it needs, this runner must honour
+            check_tasks(self.runner, task_configs([task_dir]))
+            self._checked.add(str(task_dir))
         instruction = (task_dir / "instruction.md").read_text(encoding="utf-8") + PROMPT_SUFFIX
         chat = [{"role": "user", "content": instruction}]
         prompt_ids = list(self.tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=True,

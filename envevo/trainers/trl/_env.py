@@ -10,7 +10,7 @@ trial whose agent runs the model's commands), verified with the task's own verif
 This module imports neither TRL nor Harbor: the trials run in a worker process (``ENVEVO_RUNTIME_PYTHON`` names its
 interpreter when the trainer's cannot import Harbor), shared by every environment of the process.
 
-    from envevo.schedule.adapters.trl_env import bash_environment, env_reward
+    from envevo.trainers.trl import bash_environment, env_reward
     trainer = EnvevoGRPOTrainer(..., environment_factory=bash_environment(env="podman"))
 
 A rollout whose sandbox failed for reasons that are not the policy's (a build, the machine) gets reward ``None``,
@@ -23,10 +23,12 @@ import functools
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from envevo.runtime import DEFAULT_ENGINE, ErrorKind, TrialOutcome
-from envevo.schedule.adapters._live_client import LiveTrialClient, LiveTrialFailed, shared_client
+from envevo.trainers._live_client import LiveTrialClient, LiveTrialFailed, shared_client
+from envevo.trainers._runner import RunnerSpec, check_tasks, task_configs, unhonoured
+from envevo.trainers.trl import BASH_ENV, HARBOR_ENV
 
 # Error kinds that are not the policy's doing: no reward at all, instead of a false 0.
 _NOT_THE_POLICY = {ErrorKind.INFRASTRUCTURE_ERROR, ErrorKind.ENVIRONMENT_BUILD_FAILURE}
@@ -37,10 +39,14 @@ BASH_PROMPT_SUFFIX = (
 )
 
 
+_CHECKED: set[str] = set()
+
+
 class EnvevoBashEnv:
     """A TRL environment with one ``bash`` tool; each rollout is a live trial of the row's ``task_dir``."""
 
     PROMPT_SUFFIX = BASH_PROMPT_SUFFIX
+    runner: ClassVar[RunnerSpec] = BASH_ENV
 
     def __init__(self, env: str = DEFAULT_ENGINE, *, python: str | None = None, timeout_sec: int = 180,
                  max_output: int = 8000, keep_trials: bool = False) -> None:
@@ -64,6 +70,9 @@ class EnvevoBashEnv:
         instruction = Path(task_dir, "instruction.md")
         if not instruction.is_file():
             raise ValueError(f"{task_dir} has no instruction.md: not a Harbor task dir")
+        if task_dir not in _CHECKED:  # once per task: what it needs, this runner must honour
+            check_tasks(self.runner, task_configs([task_dir]))
+            _CHECKED.add(task_dir)
         self._drop()
         if self._client is None:
             self._client = shared_client(self._python)
@@ -135,28 +144,9 @@ def env_reward(environments: Sequence[EnvevoBashEnv] | None = None,
     return [e.get_reward() for e in environments or []]
 
 
-# What TRL's own HarborEnv drops, by task.toml field; the trainer's load-time check names these.
 def lost_under_trl_harbor_env(task_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, list[str]]:
-    """For each task that needs it, what TRL's ``HarborEnv`` would not honour (task name -> fields). Read through
-    envevo's loader, so every schema version counts (``allow_internet = false`` is ``no-network`` there); a separate
-    verifier is declared by ``environment_mode`` or by a ``[verifier.environment]`` table, as Harbor resolves it."""
-    from envevo.errors import TaskError
-    from envevo.task import load_task
-
-    lost: dict[str, list[str]] = {}
-    for d in task_dirs:
-        try:
-            config = load_task(Path(d)).config
-        except TaskError:
-            continue
-        verifier, environment = config.get("verifier") or {}, config.get("environment") or {}
-        fields = []
-        if verifier.get("environment_mode", "separate" if verifier.get("environment") else None) == "separate":
-            fields.append("separate verifier")
-        if config.get("artifacts") or verifier.get("collect"):
-            fields.append("artifacts / collect hooks")
-        if environment.get("network_mode") == "no-network":
-            fields.append("no-network")
-        if fields:
-            lost[Path(d).name] = fields
-    return lost
+    """For each task that needs it, what TRL's ``HarborEnv`` would not honour (task name -> what, as
+    :data:`~envevo.trainers.trl.HARBOR_ENV` declares it). Read through envevo's loader, so every schema version counts
+    (``allow_internet = false`` is ``no-network`` there)."""
+    lost = unhonoured(HARBOR_ENV, task_configs(task_dirs))
+    return {name: [c.value for c in caps] for name, caps in lost.items()}

@@ -88,7 +88,7 @@ async def _episodes(scripts: dict[str, str]) -> dict:
     from verifiers.v1.runtimes import PodmanConfig
     from verifiers.v1.tasksets.harbor import HarborConfig, HarborEnv, HarborEnvConfig
 
-    from tests.schedule._vf_scripted import HARNESS_ID
+    from tests.trainers._vf_scripted import HARNESS_ID
 
     # No model is called; were one called, a closed loopback port fails it loudly instead of reaching a network.
     ctx = ModelContext(model="scripted", client=EvalClientConfig(base_url="http://127.0.0.1:9/v1",
@@ -119,7 +119,7 @@ def test_verifiers_podman_rollouts_score_an_images_export_honestly(sandbox, tmp_
     runs `/usr/bin/python3`. The export's images are local tags (no `--push`), which verifiers' podman runtime runs
     as they are. prime-rl fetches a dataset with `harbor download` into the taskset's cache; here the export is put
     where that cache lookup finds it, so the taskset's own loader reads it."""
-    from tests.schedule import _vf_scripted
+    from tests.trainers import _vf_scripted
 
     monkeypatch.setattr(taskset, "CACHE", tmp_path / "harbor-cache")
     task_dir = tmp_path / "harbor-cache" / "envevo-export" / "proc__g00"

@@ -1,8 +1,8 @@
-"""The process that holds live trials for a trainer: `python -m envevo.schedule.adapters._live_worker`.
+"""The process that holds live trials for a trainer: `python -m envevo.trainers._live_worker`.
 
 A trainer's interpreter often cannot import Harbor beside its own pins (verl and verifiers clash with it), and
 Harbor's sandbox clients belong to one event loop. So live trials run here, in an interpreter that has envevo with
-Harbor, and the trainer talks to this process through `LiveTrialClient` (envevo/schedule/adapters/_live_client.py): one JSON
+Harbor, and the trainer talks to this process through `LiveTrialClient` (envevo/trainers/_live_client.py): one JSON
 object per line on stdin, one answer per line on the original stdout, matched by `id`. Requests run concurrently.
 
     {"id": 1, "op": "start", "task_dir": "...", "env": "podman", "trials_dir": "...", "keep": false}

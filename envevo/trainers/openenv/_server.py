@@ -32,7 +32,7 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from openenv.core import EnvClient
 from openenv.core.client_types import StepResult
@@ -42,9 +42,11 @@ from openenv.core.env_server.types import Action, ConcurrencyConfig, Observation
 from pydantic import Field
 
 from envevo.runtime import DEFAULT_ENGINE, ErrorKind, TrialOutcome
-from envevo.schedule.adapters._common import ENV_ID, check_export_rows, read_export_index
-from envevo.schedule.adapters._live_client import LiveTrialFailed, shared_client
-from envevo.schedule.adapters.ports import check_port
+from envevo.trainers._base import ENV_ID, check_export_rows, read_export_index
+from envevo.trainers._live_client import LiveTrialFailed, shared_client
+from envevo.trainers._ports import check_port
+from envevo.trainers._runner import RunnerSpec, check_tasks, task_configs
+from envevo.trainers.openenv import SERVER
 
 _NOT_THE_POLICY = {ErrorKind.INFRASTRUCTURE_ERROR, ErrorKind.ENVIRONMENT_BUILD_FAILURE}
 PROMPT_SUFFIX = ("\n\nEach step runs one bash command in the task's sandbox (files and processes persist). "
@@ -73,6 +75,7 @@ class EnvevoTaskEnvironment(Environment[EnvevoAction, EnvevoObservation, EnvevoS
     """One session: an episode at a time, each a live trial of a task of the export."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
+    runner: ClassVar[RunnerSpec] = SERVER
 
     def __init__(self, rows: list[dict[str, Any]], turn: itertools.count[int], *, env: str = DEFAULT_ENGINE,
                  python: str | None = None, timeout_sec: int = 180, max_output: int = 8000,
@@ -195,6 +198,7 @@ def create_export_app(export_dir: str | os.PathLike[str], *, env: str = DEFAULT_
                       idle_timeout: float = 300, python: str | None = None, timeout_sec: int = 180) -> Any:
     """OpenEnv's FastAPI app serving the rl export EXPORT_DIR (every row checked against its export hash)."""
     rows = read_export_index(export_dir)
+    check_tasks(SERVER, task_configs(r["task_dir"] for r in rows))  # what each task needs, this server must honour
     factory = functools.partial(EnvevoTaskEnvironment, rows, itertools.count(), env=env, python=python,
                                 timeout_sec=timeout_sec, idle_timeout=idle_timeout)
     return create_fastapi_app(factory, EnvevoAction, EnvevoObservation, env_name="envevo", state_cls=EnvevoState,

@@ -8,7 +8,7 @@
   rows of the environments the scheduler serves next (``scheduler.next(chunk)``) instead of a shuffle;
 - after rewards are computed (and gathered across processes, as TRL does), the environment ids of the
   whole generation batch are gathered too and every process feeds the same groups back in the same
-  order (:func:`~envevo.schedule.adapters._common.observe_groups`): every rank's scheduler stays
+  order (:func:`~envevo.trainers._base.observe_groups`): every rank's scheduler stays
   identical, so every rank's sampler keeps drawing the same environments, which TRL's grouping needs.
 
 The train dataset holds one row per environment with a column ``env_id`` (its export name) plus
@@ -31,9 +31,8 @@ from trl import GRPOTrainer
 if TYPE_CHECKING:
     import torch
 
-from envevo.schedule._base import Observation, Scheduler
-from envevo.schedule._records import ScheduleError
-from envevo.schedule.adapters._common import (
+from envevo.schedule import Observation, ScheduleError, Scheduler
+from envevo.trainers._base import (
     ENV_ID,
     GENERATION,
     LINEAGE,
@@ -42,8 +41,9 @@ from envevo.schedule.adapters._common import (
     read_export_index,
     row_positions,
 )
-from envevo.schedule.adapters._steplog import StepLog
-from envevo.schedule.adapters.trl_env import lost_under_trl_harbor_env
+from envevo.trainers._runner import RunnerSpec, refusal, task_configs, unhonoured
+from envevo.trainers._steplog import StepLog
+from envevo.trainers.trl import HARBOR_ENV
 
 
 def harbor_train_dataset(spec: Any, export_dir: str | os.PathLike[str]) -> Any:
@@ -61,31 +61,44 @@ def harbor_train_dataset(spec: Any, export_dir: str | os.PathLike[str]) -> Any:
     return ds
 
 
-def _check_runner(factories: dict[Any, Any] | None, dataset: Any, allowed: bool) -> None:
-    """Refuse TRL's own ``HarborEnv`` for tasks whose reward depends on what it does not honour (a separate
-    verifier, artifacts, collect hooks, no-network): its tests run in the agent's container, so a hack the task's
-    verifier defeats (a ``python3`` shim) scores 1.0 there. ``allow_trl_harbor_env=True`` turns this into a warning."""
+def _runners_of(factories: dict[Any, Any] | None) -> list[RunnerSpec]:
+    """The runner of each environment factory: its class's ``runner`` (an envevo adapter, :class:`Runner`), or
+    TRL's own ``HarborEnv``; a factory of neither kind is the user's own and is not checked."""
     try:
         from trl.experimental.harbor import HarborEnv
-    except ImportError:
-        return
-    classes = [getattr(f, "func", f) for f in (factories or {}).values()]
-    if not any(isinstance(c, type) and issubclass(c, HarborEnv) for c in classes):
+    except ImportError:  # a TRL without Harbor support has no HarborEnv to refuse
+        HarborEnv = None  # noqa: N806
+    out = []
+    for factory in (factories or {}).values():
+        cls = getattr(factory, "func", factory)
+        if not isinstance(cls, type):
+            continue
+        spec = getattr(cls, "runner", None)
+        if isinstance(spec, RunnerSpec):
+            out.append(spec)
+        elif HarborEnv is not None and issubclass(cls, HarborEnv):
+            out.append(HARBOR_ENV)
+    return out
+
+
+def _check_runner(factories: dict[Any, Any] | None, dataset: Any, allowed: bool) -> None:
+    """Refuse a runner for tasks whose reward depends on what it does not honour (its capability constants): TRL's own
+    ``HarborEnv`` runs the tests in the agent's container, so a hack the task's verifier defeats (a ``python3`` shim)
+    scores 1.0 there. ``allow_trl_harbor_env=True`` turns this into a warning."""
+    runners = _runners_of(factories)
+    if not runners:
         return
     columns = getattr(dataset, "column_names", None) or []
-    lost = lost_under_trl_harbor_env(dataset["task_dir"] if "task_dir" in columns else [])
-    if not lost:
-        return
-    first = next(iter(lost.items()))
-    message = (f"TRL's HarborEnv runs the tests in the agent's container: {len(lost)} task(s) lose what keeps their "
-               f"reward honest (e.g. {first[0]}: {', '.join(first[1])}). Use "
-               "environment_factory=envevo.schedule.adapters.trl_env.bash_environment(), which verifies each rollout "
-               "with the task's own verifier mode")
-    if not allowed:
-        raise ScheduleError(message + ", or pass allow_trl_harbor_env=True to train on them anyway")
-    import warnings
+    tasks = task_configs(dataset["task_dir"] if "task_dir" in columns else [])
+    for runner in runners:
+        lost = unhonoured(runner, tasks)
+        if not lost:
+            continue
+        if not allowed:
+            raise ScheduleError(refusal(runner, lost) + ", or pass allow_trl_harbor_env=True to train on them anyway")
+        import warnings
 
-    warnings.warn(message, stacklevel=3)
+        warnings.warn(refusal(runner, lost), stacklevel=3)
 
 
 class SchedulerRepeatSampler(Sampler[int]):
@@ -125,7 +138,7 @@ class EnvevoGRPOTrainer(GRPOTrainer):
 
     Pass ``scheduler=`` (an instance, or a spec such as ``"el"`` built over the train dataset's rows with
     ``scheduler_seed`` and ``scheduler_options``); ``step_log=PATH`` appends one JSON line per generation batch
-    (envevo/schedule/adapters/_steplog.py); everything else is ``GRPOTrainer``'s."""
+    (envevo/trainers/_steplog.py); everything else is ``GRPOTrainer``'s."""
 
     def __init__(
         self,

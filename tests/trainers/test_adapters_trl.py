@@ -13,9 +13,9 @@ from datasets import Dataset  # noqa: E402
 from trl.trainer.utils import RepeatSampler  # noqa: E402
 
 from envevo.schedule import ScheduleError, make_scheduler, synthetic_lineages  # noqa: E402
-from envevo.schedule.adapters import lineages_from_rows, observe_groups  # noqa: E402
-from envevo.schedule.adapters.trl import EnvevoGRPOTrainer, SchedulerRepeatSampler  # noqa: E402
-from tests.schedule._trainer_support import rl_export, snippet, tiny_gpt2  # noqa: E402
+from envevo.trainers import lineages_from_rows, observe_groups  # noqa: E402
+from envevo.trainers.trl import EnvevoGRPOTrainer, SchedulerRepeatSampler  # noqa: E402
+from tests.trainers._trainer_support import rl_export, snippet, tiny_gpt2  # noqa: E402
 
 
 def _rows(pool):
@@ -135,8 +135,8 @@ def test_trl_drives_envevos_runner_like_its_own_env_and_a_tool_shim_scores_zero(
 
     from trl import GRPOConfig
 
-    from envevo.schedule.adapters.trl_env import bash_environment
-    from tests.schedule.test_trl_env import SEPARATE, TR_SHIM, _solution
+    from envevo.trainers.trl import bash_environment
+    from tests.trainers.test_trl_env import SEPARATE, TR_SHIM, _solution
 
     if not os.environ.get("ENVEVO_RUNTIME_PYTHON"):
         pytest.skip("`make test` runs this with ENVEVO_RUNTIME_PYTHON, envevo's own venv (Harbor is not in this one)")
@@ -167,7 +167,7 @@ def test_trl_harbor_env_is_refused_for_tasks_whose_guarantees_it_drops(tmp_path)
     from trl import GRPOConfig
     from trl.experimental.harbor import HarborSpec
 
-    from tests.schedule.test_trl_env import SEPARATE
+    from tests.trainers.test_trl_env import SEPARATE
 
     tasks = tmp_path / "tasks"
     tasks.mkdir()
@@ -184,5 +184,5 @@ def test_trl_harbor_env_is_refused_for_tasks_whose_guarantees_it_drops(tmp_path)
     with pytest.raises(ScheduleError, match="separate-verifier: separate verifier, artifacts / collect hooks, "
                                             "no-network.*bash_environment"):
         EnvevoGRPOTrainer(**kw)
-    with pytest.warns(UserWarning, match="HarborEnv runs the tests in the agent's container"):
+    with pytest.warns(UserWarning, match="`HarborEnv` does not honour what 1 task"):
         EnvevoGRPOTrainer(**kw, allow_trl_harbor_env=True)

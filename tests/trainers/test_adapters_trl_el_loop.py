@@ -17,10 +17,10 @@ pytest.importorskip("trl", reason="install the rl extra: pip install -e '.[rl]'"
 
 from datasets import Dataset  # noqa: E402
 
-from envevo.schedule.adapters._common import read_export_index  # noqa: E402
-from envevo.schedule.adapters._steplog import TRAINING_LOG_DIR  # noqa: E402
-from envevo.schedule.adapters.trl import EnvevoGRPOTrainer  # noqa: E402
-from tests.schedule._trainer_support import tiny_gpt2  # noqa: E402
+from envevo.trainers._base import read_export_index  # noqa: E402
+from envevo.trainers._steplog import TRAINING_LOG_DIR  # noqa: E402
+from envevo.trainers.trl import EnvevoGRPOTrainer  # noqa: E402
+from tests.trainers._trainer_support import tiny_gpt2  # noqa: E402
 
 EASY = "RUN echo hello > /app/out.txt\n"  # the verifier's file is there before the agent starts
 
@@ -48,7 +48,7 @@ def test_el_in_a_real_grpo_loop_moves_passing_lineages_on_and_holds_failing_ones
     from trl import GRPOConfig
     from trl.chat_template_utils import qwen3_chat_template
 
-    from envevo.schedule.adapters.trl_env import bash_environment
+    from envevo.trainers.trl import bash_environment
 
     if not os.environ.get("ENVEVO_RUNTIME_PYTHON"):
         pytest.skip("`make test` runs this with ENVEVO_RUNTIME_PYTHON, envevo's own venv (Harbor is not in this one)")

@@ -20,7 +20,8 @@ saves with every checkpoint (``global_step_N/data.pt``) and restores on resume.
 
 Scheduler options are read from ``data.envevo``: ``scheduler`` (a spec, default ``el``), ``seed``,
 ``group_size`` (must equal ``actor_rollout_ref.rollout.n``; checked), ``run_dir`` (build the pool from a store
-instead of the rows) and ``options`` (e.g. ``{tau: 0.75, patience: 4}``). ``docs/trainers.md`` has the config.
+instead of the rows), ``runner`` (what runs the agent loop's rollouts, a name of ``envevo.trainers.RUNNERS``: every
+row's task is checked against it) and ``options`` (e.g. ``{tau: 0.75, patience: 4}``). ``docs/trainers.md`` has the config.
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ import transfer_queue as tq
 from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer, ReplayBufferAsync
 from verl.utils.dataset.rl_dataset import RLHFDataset
 
-from envevo.schedule._base import Observation, Scheduler
-from envevo.schedule._records import ScheduleError
-from envevo.schedule.adapters._common import ENV_ID, BatchDraws, build_scheduler, row_positions
+from envevo.schedule import Observation, ScheduleError, Scheduler
+from envevo.trainers._base import ENV_ID, BatchDraws, build_scheduler, row_positions
+from envevo.trainers._runner import check_tasks, task_configs
+from envevo.trainers._runners import runner_spec
 
 STATE_FORMAT = 1
 TRAIN = "train"
@@ -83,10 +85,12 @@ class EnvevoRLHFDataset(RLHFDataset):
             return
         infos = dataset_extra_infos(self)
         ecfg = dict(_plain(config.get("envevo")) or {})
-        unknown = set(ecfg) - {"scheduler", "seed", "group_size", "run_dir", "options"}
+        unknown = set(ecfg) - {"scheduler", "seed", "group_size", "run_dir", "options", "runner"}
         if unknown:
             raise ScheduleError(f"unknown data.envevo key(s) {sorted(unknown)}; "
-                                "use scheduler, seed, group_size, run_dir, options")
+                                "use scheduler, seed, group_size, run_dir, options, runner")
+        if ecfg.get("runner"):  # what runs the agent loop's rollouts: every row's task must keep its guarantees there
+            check_tasks(runner_spec(str(ecfg["runner"])), task_configs(i["task_dir"] for i in infos if i.get("task_dir")))
         self.scheduler = scheduler or build_scheduler(
             str(ecfg.get("scheduler", "el")), rows=infos, run_dir=ecfg.get("run_dir"),
             seed=int(ecfg.get("seed", 0)), group_size=int(ecfg.get("group_size", 8)),
@@ -181,7 +185,7 @@ class _ObservesFinishedGroups:
         ds = getattr(self._trainer, "train_dataset", None)
         if not isinstance(ds, EnvevoRLHFDataset) or ds.scheduler is None:
             raise ScheduleError("EnvevoReplayBuffer needs data.custom_cls = EnvevoRLHFDataset "
-                                "(pkg://envevo.schedule.adapters.verl)")
+                                "(pkg://envevo.trainers.verl)")
         return ds
 
     def _sync_metadata_from_transfer_queue(self) -> None:

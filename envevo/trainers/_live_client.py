@@ -1,4 +1,4 @@
-"""The trainer's side of live trials: a blocking client of a worker process (envevo/schedule/adapters/_live_worker.py).
+"""The trainer's side of live trials: a blocking client of a worker process (envevo/trainers/_live_worker.py).
 
 It imports neither Harbor nor asyncio's machinery into the trainer: the worker runs in `python` (default: this
 interpreter; `ENVEVO_RUNTIME_PYTHON` names another, one with envevo and Harbor installed, when the trainer's own
@@ -48,7 +48,7 @@ class LiveTrialClient:
         self._pending: dict[int, Future[dict[str, Any]]] = {}
         self._lock = threading.Lock()
         self._proc = subprocess.Popen(
-            [self.python, "-m", "envevo.schedule.adapters._live_worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [self.python, "-m", "envevo.trainers._live_worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             text=True, encoding="utf-8", bufsize=1,
         )
         self._hello: Future[dict[str, Any]] = Future()

@@ -24,8 +24,8 @@ from verl.trainer.ppo.v1 import get_trainer_cls  # noqa: E402
 from verl.utils.tensordict_utils import list_of_dict_to_tensordict  # noqa: E402
 
 from envevo.schedule import ScheduleError  # noqa: E402
-from envevo.schedule.adapters.verl import EnvevoReplayBuffer, EnvevoRLHFDataset  # noqa: E402
-from tests.schedule._trainer_support import cli_overrides, rl_export, tiny_gpt2  # noqa: E402
+from envevo.trainers.verl import EnvevoReplayBuffer, EnvevoRLHFDataset  # noqa: E402
+from tests.trainers._trainer_support import cli_overrides, rl_export, tiny_gpt2  # noqa: E402
 
 N = 8  # rollout.n in the documented config
 PASSES = {0: N, 1: N // 2}  # the stand-in policy: generation 0 always solved, generation 1 half the time
@@ -143,6 +143,10 @@ def test_group_size_must_match_rollout_n_and_rows_must_be_an_export(tmp_path, tr
     export = rl_export(tmp_path, lineages=1, generations=1)
     with pytest.raises(ScheduleError, match="rollout.n"):
         get_trainer_cls("sync")(config=_config(tmp_path, export, **{"actor_rollout_ref.rollout.n": 4}))
+    # the runner named for the agent loop must keep what every row's task needs: verifiers' cannot build
+    with pytest.raises(ScheduleError, match=r"HarborTaskset.*lin0__g00: a Dockerfile build\); export with `--images`"):
+        _trainer(_config(tmp_path, export, **{"+data.envevo.runner": "verifiers-harbor"}))
+    _trainer(_config(tmp_path, export, **{"+data.envevo.runner": "harbor-envevo-env"}))
     import pyarrow.parquet as pq
 
     table = pq.read_table(export / "index.parquet").drop_columns(["extra_info"])

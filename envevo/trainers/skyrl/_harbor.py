@@ -30,9 +30,10 @@ from typing import Any
 
 from skyrl.train.generators.base import GeneratorInput, GeneratorInterface, GeneratorOutput
 
-from envevo.schedule._base import Observation, Scheduler
-from envevo.schedule._records import ScheduleError
-from envevo.schedule.adapters._common import ENV_ID, BatchDraws, build_scheduler, read_export_index, row_positions
+from envevo.schedule import Observation, ScheduleError, Scheduler
+from envevo.trainers._base import ENV_ID, BatchDraws, build_scheduler, read_export_index, row_positions
+from envevo.trainers._runner import RunnerSpec, check_tasks, task_configs
+from envevo.trainers.skyrl import HARBOR_GENERATOR
 
 STATE_FORMAT = 1
 UID_SEP = "#"
@@ -115,12 +116,24 @@ def group_rewards(output: GeneratorOutput) -> dict[str, list[float]]:
     return {uid: rs for uid, rs in groups.items() if not errors[uid]}
 
 
+def runner_of(generator: Any) -> RunnerSpec | None:
+    """The runner a SkyRL generator is: its own ``runner`` (envevo's live generator), SkyRL's Harbor generator (a class
+    of its repository's examples, not of the package, so known by name), or None (another generator, not checked)."""
+    spec = getattr(type(generator), "runner", None)
+    if isinstance(spec, RunnerSpec):
+        return spec
+    return HARBOR_GENERATOR if type(generator).__name__ == "HarborGenerator" else None
+
+
 class EnvevoGenerator(GeneratorInterface):
     """A SkyRL generator that feeds every generated group back to an :class:`EnvevoHarborDataset`'s scheduler."""
 
     def __init__(self, inner: GeneratorInterface, dataset: EnvevoHarborDataset) -> None:
         self.inner = inner
         self.dataset = dataset
+        runner = runner_of(inner)
+        if runner is not None:  # before any rollout: what the dataset's tasks need, the generator must honour
+            check_tasks(runner, task_configs(r["task_dir"] for r in dataset.rows))
 
     async def generate(self, input_batch: GeneratorInput, **kwargs: Any) -> GeneratorOutput:
         output = await self.inner.generate(input_batch, **kwargs)
@@ -153,4 +166,4 @@ class EnvevoExpMixin:
         return EnvevoGenerator(inner, self.train_dataset)  # type: ignore[attr-defined]
 
 
-__all__ = ["EnvevoExpMixin", "EnvevoGenerator", "EnvevoHarborDataset", "group_rewards"]
+__all__ = ["EnvevoExpMixin", "EnvevoGenerator", "EnvevoHarborDataset", "group_rewards", "runner_of"]

@@ -26,8 +26,8 @@ from skyrl.train.trainer import RayPPOTrainer  # noqa: E402
 from skyrl.train.utils.trainer_utils import build_dataloader  # noqa: E402
 
 from envevo.schedule import ScheduleError  # noqa: E402
-from envevo.schedule.adapters.skyrl import EnvevoGenerator, EnvevoHarborDataset  # noqa: E402
-from tests.schedule._trainer_support import rl_export, snippet  # noqa: E402
+from envevo.trainers.skyrl import EnvevoGenerator, EnvevoHarborDataset  # noqa: E402
+from tests.trainers._trainer_support import rl_export, snippet  # noqa: E402
 
 PASSES = {0: 1.0, 1: 0.5}  # the stand-in policy: generation 0 always solved, generation 1 half the time...
 MIXED = "lin3__g00"  # ...but this one, 7/8: it passes EL's tau but is not filtered, since SkyRL 0.4.0's filter
