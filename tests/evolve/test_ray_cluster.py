@@ -5,6 +5,7 @@ that generation, and the store checks clean."""
 
 import asyncio
 import os
+import shutil
 import time
 
 import pytest
@@ -20,7 +21,8 @@ from tests.conftest import ROOT  # noqa: E402
 
 # Serial: under a parallel run's load a node's raylet aborted at start-up ("Timed out waiting for file
 # .../metrics_agent_port": its dashboard agent came up too late), failing the cluster fixture; alone it starts.
-pytestmark = [pytest.mark.sandbox, pytest.mark.cluster, pytest.mark.serial]
+# Timeout: alone on a loaded machine (other work at load 5-16) one test took 891 s here, against the default 900.
+pytestmark = [pytest.mark.sandbox, pytest.mark.cluster, pytest.mark.serial, pytest.mark.timeout(1800)]
 
 OBJECT_STORE = 80 * 1024**2  # Ray's floor is 75 MiB; task files are a few kB
 
@@ -51,7 +53,20 @@ def seeds(n: int = 3):
 CONFIG = EvolveConfig(generations=2, repeats=1, red_team="off", trial_concurrency=2, lineage_concurrency=3, seed=5)
 
 
-async def run(path, executor, config=CONFIG, on_event=None):
+@pytest.fixture(scope="module")
+def gated(sandbox, tmp_path_factory):
+    """A store with the three seeds through the seed gate, made once: each run below starts from a copy. The gate
+    verifies each seed on the driver (start_lineages takes no executor), so it is the same for both executors; and a
+    known lineage is taken as stored, never verified again. Gating them per run cost about 90 s a run."""
+    path = tmp_path_factory.mktemp("gated") / "run"
+    engine, checks = make_engine("procedural", env=sandbox)
+    with LineageStore.open(path) as store:
+        asyncio.run(start_lineages(store, seeds(), engine, CONFIG, checks=checks))
+    return path
+
+
+async def run(path, executor, gated, config=CONFIG, on_event=None):
+    shutil.copytree(gated, path)
     engine, checks = make_engine("procedural", env="podman")
     with LineageStore.open(path) as store:
         ids = await start_lineages(store, seeds(), engine, config, checks=checks)
@@ -66,19 +81,19 @@ def lineage_hashes(path):
         return {(v.lineage_id, v.generation): v.task_hash for v in versions}
 
 
-def test_three_lineages_on_two_workers_match_asyncio(sandbox, cluster, tmp_path):
+def test_three_lineages_on_two_workers_match_asyncio(sandbox, gated, cluster, tmp_path):
     c, _ = cluster
-    statuses = asyncio.run(run(tmp_path / "ray", make_executor("ray", address=c.address)))
+    statuses = asyncio.run(run(tmp_path / "ray", make_executor("ray", address=c.address), gated))
     assert set(statuses.values()) == {"done"}
     on_ray = lineage_hashes(tmp_path / "ray")
     assert sorted(g for _, g in on_ray) == [0, 0, 0, 1, 1, 1, 2, 2, 2]
     # The work really ran on the workers: each node's cache holds the task files it was sent.
     assert any((tmp_path / "ray-cache" / "tasks").iterdir())
-    asyncio.run(run(tmp_path / "local", make_executor("asyncio")))
+    asyncio.run(run(tmp_path / "local", make_executor("asyncio"), gated))
     assert lineage_hashes(tmp_path / "local") == on_ray
 
 
-def test_a_worker_node_lost_mid_generation_costs_only_that_generation(sandbox, cluster, tmp_path):
+def test_a_worker_node_lost_mid_generation_costs_only_that_generation(sandbox, gated, cluster, tmp_path):
     c, nodes = cluster
     path = tmp_path / "run"
     workers: set[str] = set()
@@ -94,7 +109,7 @@ def test_a_worker_node_lost_mid_generation_costs_only_that_generation(sandbox, c
             c.remove_node(nodes[0], allow_graceful=False)
             c.add_node(num_cpus=1, object_store_memory=OBJECT_STORE)
 
-    statuses = asyncio.run(run(path, make_executor("ray", address=c.address), CONFIG, on_event))
+    statuses = asyncio.run(run(path, make_executor("ray", address=c.address), gated, CONFIG, on_event))
     assert killed, "no generation was in flight to interrupt"
     assert set(statuses.values()) == {"done"}
     hashes = lineage_hashes(path)
