@@ -104,7 +104,7 @@ def summarize_audit(records: list[dict]) -> dict:
     statuses = Counter(r["status"] for r in records)
     classes = Counter(c for r in records for c in r["broken_by"])
     hackable = sum(1 for r in records if r["hackable"])
-    out: dict[str, Any] = {
+    out: dict[str, object] = {
         "tasks": len(records),
         "status": dict(statuses),
         "failure_classes": dict(sorted(classes.items())),

@@ -3,12 +3,25 @@ task record, and its totals over an audit. A record written before the audit ran
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from envevo.verify._verdict import FindingKind, VerifierReport
 
 
-def mutation_result(part: VerifierReport | None) -> dict[str, Any] | None:
+class MutationPart(TypedDict):
+    """The mutation verifier's part of an audit record (audit.jsonl's `mutation`)."""
+
+    score: str | None
+    killed: int
+    survived: list[str]
+    equivalent: list[str]
+    inconclusive: int
+    run: int
+    mutants: int | None
+    source: str | None
+
+
+def mutation_result(part: VerifierReport | None) -> MutationPart | None:
     """The mutation verifier's part of an audit record, from its report: the score killed/(killed+survived) as text
     ("3/4", None when no mutant was judged), the counts, and the surviving mutants by id; None when it did not run."""
     if part is None:
@@ -23,7 +36,7 @@ def mutation_result(part: VerifierReport | None) -> dict[str, Any] | None:
             "mutants": metrics.get("mutants"), "source": metrics.get("source")}
 
 
-def mutation_totals(parts: list[dict[str, Any]]) -> dict[str, Any]:
+def mutation_totals(parts: list[MutationPart]) -> dict[str, int | str | None]:
     """Over an audit's records' parts: tasks it scored, tasks with a surviving mutant, killed/(killed+survived) over
     all, and the mutants found equivalent."""
     scored = [m for m in parts if m["score"]]
