@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from envevo.verify import spec_of
+
 
 def mutant_scores(store: Any, lineage_id: str) -> dict[int, dict[str, Any]]:
     """generation -> the accepted candidate's mutation verifier metrics (only generations that have them)."""
@@ -16,7 +18,8 @@ def mutant_scores(store: Any, lineage_id: str) -> dict[int, dict[str, Any]]:
         if not c.accepted:
             continue
         for ver in store.verifications(c.id):
-            if ver.verifier == "mutation" and ver.metrics:
+            # The verifier whose surviving near misses weaken a task (its spec says so): the mutation verifier.
+            if (spec := spec_of(ver.verifier)) is not None and spec.weakens and ver.metrics:
                 scores[c.generation] = ver.metrics
     return scores
 

@@ -38,6 +38,7 @@ from envevo.cli._verifier_model import USAGE_TITLE, budget_stop, model_usage, ve
 from envevo.cli.verify_cmd import REFUSED, check_mutation, print_refused, refusal
 from envevo.errors import ExitCode, UserError
 from envevo.verify import AUDIT_RESULTS as RESULTS
+from envevo.verify import MUTATION, ORACLE, label_of
 from envevo.verify import load_audit_results as load_results
 from envevo.verify import summarize_audit as summarize
 
@@ -47,7 +48,7 @@ __all__ = ["RESULTS", "audit", "load_results", "summarize"]  # the library's nam
 def mutation_cell(rec: dict) -> str:
     """A record's mutation score and survivors, as the audit table shows them: "3/4", "1/2 (survived:
     prefix-3of4)", "no mutants", or "-" (not run, or a record from before the audit ran it)."""
-    m = rec.get("mutation")
+    m = rec.get(MUTATION)
     if not m:
         return "-"
     if not m["run"]:
@@ -186,7 +187,7 @@ def audit(
             sink.flush()
             done[rec["hash"]] = rec
             classes = rec["broken_by"]
-            score = f", mutation {rec['mutation']['score']}" if rec["mutation"] and rec["mutation"]["score"] else ""
+            score = f", mutation {rec[MUTATION]['score']}" if rec[MUTATION] and rec[MUTATION]["score"] else ""
             advance(f"{t.name} → {v.status}{' (' + ', '.join(classes) + ')' if classes else ''}{score}")
             if folder is not None and harden_preview(t, rec).kind == "fixable":
                 r = await harden_task(t, folder.out, env=env, jobs_dir=out_dir / "harden", before=v,
@@ -213,14 +214,14 @@ def audit(
     usage = model_usage(runtime)  # this invocation's (a resumed audit's earlier calls are not counted again)
     if json_out:
         print_json({"tasks": [{k: r[k] for k in ("task", "hash", "source", "status", "broken_by", "hackable")}
-                              | {"mutation": r.get("mutation"), "reasons": record_reasons(r), "harden": previews[r["hash"]]}
+                              | {MUTATION: r.get(MUTATION), "reasons": record_reasons(r), "harden": previews[r["hash"]]}
                               | ({"hardened": hardened[r["hash"]]} if r["hash"] in hardened else {}) for r in records],
                     "summary": summary, "results": str(results), "usage": usage,
                     "refused": [refusal(d, why) for d, why in refused]})
     else:
         table = Table(title=f"envevo audit ({env}, red team {red_team}, mutation {mutation}, {len(records)} task(s), "
                             f"{wall:.0f} s)")
-        for col in ("task", "status", "broken by", "mutation", "first reason", "harden"):
+        for col in ("task", "status", "broken by", label_of(MUTATION), "first reason", "harden"):
             table.add_column(col, overflow="fold")
         for r in records:
             reasons = record_reasons(r)
@@ -257,7 +258,7 @@ def harden_preview(task, rec: dict):
     from envevo.harden import preview_harden
 
     broke = [c.split(":", 1)[1] for c in rec.get("broken_by", []) if c.startswith("exploit:")]
-    return preview_harden(task, broken_by=broke, oracle_fails="oracle" in rec.get("broken_by", []))
+    return preview_harden(task, broken_by=broke, oracle_fails=ORACLE in rec.get("broken_by", []))
 
 
 def check_fail_on(values: list[str]) -> list[str]:

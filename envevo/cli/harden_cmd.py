@@ -15,6 +15,7 @@ from rich.table import Table
 from envevo.cli import _options as o
 from envevo.cli._common import err, out, preflight, print_json, progress, user_errors
 from envevo.errors import ExitCode
+from envevo.verify import MUTATION, RED_TEAM, label_of
 
 _STATUS = {"hardened": "[green]hardened[/]", "unchanged": "[green]unchanged[/]",
            "not hardened": "[bold red]not hardened[/]", "inconclusive": "[yellow]inconclusive[/]"}
@@ -107,7 +108,8 @@ def harden(
 
 def _print_table(results, env: str) -> None:
     table = Table(title=f"envevo harden ({env})")
-    for col in ("task", "before: verifies", "red team", "mutation", "after: verifies", "red team", "mutation",
+    checks = (label_of(RED_TEAM), label_of(MUTATION))
+    for col in ("task", "before: verifies", *checks, "after: verifies", *checks,
                 "artifacts", "status"):
         table.add_column(col, overflow="fold")
     for r in results:

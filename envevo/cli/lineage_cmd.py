@@ -22,6 +22,7 @@ from envevo.cli._common import (
     usage_table,
     user_errors,
 )
+from envevo.verify import MUTATION
 
 lineage_app = sub_app("Inspect the lineages of an evolve run: generations, ξ length, D_T, mutations, mutation-rate stats.")
 
@@ -53,7 +54,7 @@ def lineage_json(store: Any, lineage_id: str) -> dict[str, Any]:
             {
                 **version_fields(v),
                 "candidates": tried.get(v.generation, 0),
-                "mutation": mutants.get(v.generation),
+                MUTATION: mutants.get(v.generation),
                 "xi": v.trace.pretty() if v.trace else None,
                 "trace": v.trace.model_dump(mode="json") if v.trace else None,
                 "task_dir": str(store.paths.task_dir(v.task_hash)),
@@ -117,7 +118,7 @@ def show(
             # no outer edge, one space between columns: 11 columns fit 80 characters
             box=box.SIMPLE_HEAD, show_edge=False, padding=0,
             caption=f"{MUTATION_LEGEND}\n{DRIFT_LEGEND}" + (f"\n{KILLED_LEGEND}" if any(
-                g["mutation"] for g in lin["generations"]) else "") + (f" ({measures.pop()})" if len(measures := {
+                g[MUTATION] for g in lin["generations"]) else "") + (f" ({measures.pop()})" if len(measures := {
                 g["drift_measure"] for g in lin["generations"] if g["drift_measure"]}) == 1 else ""),
             caption_justify="left",
         )
@@ -139,7 +140,7 @@ def show(
                 fmt(g["drift_parent"]),
                 fmt(None if g["goal_sim_seed"] is None else 1 - g["goal_sim_seed"]),
                 mutation_flags(g["mutated"]),
-                ("[green]yes[/]" if g["verified"] else "[yellow]no[/]") + _killed(g["mutation"]),
+                ("[green]yes[/]" if g["verified"] else "[yellow]no[/]") + _killed(g[MUTATION]),
             )
         out.print(table)
         if lin["usage"]:

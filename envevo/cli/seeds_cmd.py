@@ -28,6 +28,7 @@ from envevo.cli._common import (
 from envevo.cli._verifier_model import USAGE_TITLE, budget_stop, model_usage, verification_model
 from envevo.errors import UserError
 from envevo.rollout import parse_fraction, rollout_reasons  # noqa: F401 (tests and scripts import them from here)
+from envevo.verify import RED_TEAM
 
 seeds_app = sub_app("Select seed tasks: hard for an agent, sound by the verifiers; or draw a balanced pool.")
 
@@ -127,7 +128,7 @@ def select(
     err.print(f"selected {len(doc['selected'])} of {len(doc['tasks'])}: {out_dir / 'selection.json'}")
 
 
-_RED_TEAM_REASON = "verifier: red_team: "
+_RED_TEAM_REASON = f"verifier: {RED_TEAM}: "
 
 
 def _harden_previews(doc: dict) -> None:

@@ -95,7 +95,7 @@ def verify(
     from envevo._home import private_dir
     from envevo.llm import verifiers_with_model
     from envevo.sandbox import runnable_copy
-    from envevo.verify import mutation_strict, trial_line, unmet_on_host, verify_tasks
+    from envevo.verify import mutation_strict, registered, trial_line, unmet_on_host, verify_tasks
 
     check_red_team(red_team)
     check_mutation(mutation)
@@ -140,12 +140,10 @@ def verify(
         )
     wall = time.monotonic() - t0
     originals = {t.name: t.source for t in loaded}
+    # Fixes name the user's task dir, not the converted copy the trials ran.
+    verdicts = [v.naming(shown) if (shown := originals.get(v.task)) and v.task_dir != shown else v for v in verdicts]
     for v in verdicts:
         v.substitutions = prepared[v.task][1]
-        if originals.get(v.task) and v.task_dir != originals[v.task]:
-            # Fixes name the user's task dir, not the converted copy the trials ran.
-            for rep in v.reports.values():
-                rep.reasons = [r.replace(f"--tasks {v.task_dir}", f"--tasks {originals[v.task]}") for r in rep.reasons]
 
     usage = model_usage(runtime)
     if json_out:
@@ -154,15 +152,14 @@ def verify(
                    + [refusal(d, why) for d, why in refused])
     else:
         table = Table(title=f"envevo verify ({env}, oracle ×{repeats}, {wall:.0f} s)")
-        extra = [(k, label) for k, label in (("red_team", "red team"), ("mutation", "mutation")) if k in verdicts[0].reports]
-        cols = ["task", "status", "oracle", "invalid-test"] + [label for _, label in extra] + ["reasons"]
+        specs = [s for s in registered() if s.name in verdicts[0].reports]
+        cols = ["task", "status"] + [s.label for s in specs] + ["reasons"]
         for col in cols:
             table.add_column(col, overflow="fold")
         for v in verdicts:
             notes = [f"substituted: {s}" for s in v.substitutions] + v.reasons
-            marks = [verifier_mark(v.reports["oracle"]), verifier_mark(v.reports["invalid_test"])]
-            marks += [verifier_mark(v.reports[k], v.strict) + (mutation_mark(v.reports[k]) if k == "mutation" else "")
-                      for k, _ in extra if k in v.reports]
+            marks = [verifier_mark(v.reports[s.name], v.strict) + (mutation_mark(v.reports[s.name]) if s.weakens else "")
+                     if s.name in v.reports else "-" for s in specs]
             table.add_row(v.task, STATUS[v.status], *marks, escape("\n".join(notes)) or "-")
         for d, why in refused:
             table.add_row(escape(d.name), REFUSED, *["-"] * (len(cols) - 3), escape(why))

@@ -24,7 +24,7 @@ from envevo.evolve._config import EvolveConfig
 from envevo.evolve._engine import CandidateFailed, Engine, EngineStop, GenerationContext, Proposal, Review, uses_models
 from envevo.evolve._events import Event, Stage
 from envevo.evolve._recorder import Recorder, StoreRecorder
-from envevo.evolve._seed_harden import harden_seed, only_red_team
+from envevo.evolve._seed_harden import harden_seed, only_hardenable
 from envevo.store import Lineage, LineageStore, Version, VersionCommit
 from envevo.task import Task, save
 from envevo.trace import Direction, Drift, Trace, check_direction, check_effort, difficulty, measure_drift
@@ -318,7 +318,7 @@ class SeedStart:
                 self.on_event(Event(name, 0, Stage.WEAK, f"the seed is weak (accepted; --mutation strict rejects it): {weak}"))
             return True, "", verdict
         reason = UNSOUND + "; ".join(f"{k}: {r}" for k, rep in gating.items() for r in rep.reasons)
-        if only_red_team(verdict):  # most public tasks test in the agent's container: an agent can forge the reward
+        if only_hardenable(verdict):  # most public tasks test in the agent's container: an agent can forge the reward
             reason += (" — only the red team failed it: give the seed a separate verifier environment "
                        "(`envevo harden`, docs/trust.md#harden), or evolve it anyway with --red-team off")
         return False, reason, verdict

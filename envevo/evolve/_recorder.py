@@ -25,7 +25,7 @@ from envevo.store import StoreError, Version, VersionCommit
 from envevo.task import Task
 from envevo.trace import Drift
 from envevo.trace import measure_drift as measure_task_drift
-from envevo.verify import VerifierReport, killed_keys, resisted_sources
+from envevo.verify import VerifierReport, spec_of
 
 if TYPE_CHECKING:
     from envevo.store import LineageStore
@@ -109,8 +109,9 @@ class StoreRecorder:
         if parent.candidate_id is None:  # a seed: its gate verified it, as no candidate of this run
             return frozenset()
         rows = await asyncio.to_thread(self.store.verifications, parent.candidate_id)
-        return frozenset().union(*(killed_keys(v.metrics) for v in rows if v.verifier == "mutation"),
-                                 *(resisted_sources(v.metrics, parent.generation) for v in rows if v.verifier == "red_team"))
+        # Each verifier that reuses its parent's verdicts says which keys its stored report holds (its spec).
+        return frozenset().union(*(spec.load(spec.inherits)(v.metrics, parent.generation) for v in rows
+                                   if (spec := spec_of(v.verifier)) is not None and spec.inherits is not None))
 
 
 class Ref(BaseModel):

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from envevo.errors import UserError
 from envevo.evolve._config import EvolveConfig
+from envevo.verify import switch_options
 
 if TYPE_CHECKING:
     from envevo.store import LineageStore
@@ -17,7 +18,7 @@ RESUME_MAY_CHANGE = ("generations", "trial_concurrency", "lineage_concurrency")
 #: What a resume changes only when the command line names it (else the stored value stands): what "verified" means
 #: (red team, mutation, oracle repeats, the drift bound), where it verifies, and the loops' budgets. A change applies
 #: from the resume on, said in one line; each candidate's stored verifications show which verifiers it met.
-RESUME_IF_GIVEN = ("red_team", "mutation", "model_mutants", "repeats", "max_drift", "env", "plan_budget", "env_budget")
+RESUME_IF_GIVEN = (*switch_options(), "model_mutants", "repeats", "max_drift", "env", "plan_budget", "env_budget")
 
 
 def open_run(out_dir: Path, given: EvolveConfig, *, resume: bool, explicit: Collection[str] = (),
@@ -48,8 +49,9 @@ def settle_run_config(store: LineageStore, given: EvolveConfig, *, resume: bool,
         return given
     if not resume:
         raise UserError(f"{store.run_dir} already holds a run: pass --resume to continue it, or choose another --run")
-    # A run stored before the mutation verifier existed goes on without it: its lineage stays verified one way.
-    old = EvolveConfig(**{"mutation": "off", **stored})
+    # A run stored before a verifier existed (the mutation verifier) goes on without it: its lineage stays verified
+    # one way. A stored run names every switch of its time, so a switch it lacks is a verifier added since.
+    old = EvolveConfig(**{**dict.fromkeys(switch_options(), "off"), **stored})
     clash = old.resumable_with(given)
     if clash:
         raise UserError(f"--resume with different settings ({'; '.join(clash)}); resume with the stored ones, or use another --run")

@@ -9,17 +9,17 @@ from typing import TYPE_CHECKING
 from envevo.evolve._events import Event, Stage
 from envevo.harden import harden_task
 from envevo.task import Task, load_task
-from envevo.verify import Verdict
+from envevo.verify import Verdict, spec_of
 
 if TYPE_CHECKING:
     from envevo.evolve._loop import SeedStart
 
 
-def only_red_team(verdict: Verdict) -> bool:
-    """The red team failed the seed and every other gating verifier passed it (the rubric does not gate)."""
-    gating = {k: r for k, r in verdict.reports.items() if k != "rubric"}
-    red = gating.get("red_team")
-    return red is not None and not red.passed and all(r.passed for k, r in gating.items() if k != "red_team")
+def only_hardenable(verdict: Verdict) -> bool:
+    """Only verifiers whose findings harden fixes (the red team's hacks) failed the seed, and every other gating
+    verifier passed it (the rubric does not gate)."""
+    failing = [k for k, r in verdict.reports.items() if k != "rubric" and not r.passed]
+    return bool(failing) and all((spec := spec_of(k)) is not None and spec.hardenable for k in failing)
 
 
 async def harden_seed(start: SeedStart, name: str, task: Task, verdict: Verdict, sound: bool,
@@ -27,7 +27,7 @@ async def harden_seed(start: SeedStart, name: str, task: Task, verdict: Verdict,
     """(task, sound, why) after the seed gate. A seed only the red team failed, with `harden` on: the hardened copy,
     sound, when harden proves it (generation 0 is then that copy, its provenance in ``[metadata.envevo.hardened]``),
     else the seed as it was, rejected, with harden's reason added. Any other seed: as the gate left it."""
-    if sound or not start.config.harden or not only_red_team(verdict):
+    if sound or not start.config.harden or not only_hardenable(verdict):
         return task, sound, why
     workdir = start.store.run_dir / "work" / "seeds" / name / "harden"
     start.on_event(Event(name, 0, Stage.CANDIDATE, "only the red team failed the seed: hardening it"))

@@ -20,7 +20,7 @@ from envevo.harden._scan import LiveProbe, grading_downloads, live_probes, named
 from envevo.runtime import DEFAULT_ENGINE, TrialOutcome
 from envevo.sandbox import runnable_copy
 from envevo.task import ImageMap, Task, diff_tasks, save
-from envevo.verify import TrialVerifier, Verdict, default_verifiers, verify_tasks
+from envevo.verify import ORACLE, RED_TEAM, TrialVerifier, Verdict, default_verifiers, verify_tasks
 
 SUGGEST_LIVE = ("make the result a file: have solution/solve.sh (and the instruction) write what the test asks the "
                 "running service (e.g. the response of {what}) to a file under the task's work dir, and test that "
@@ -46,10 +46,10 @@ async def _verify(name: str, task: Task, env: str, mapping: ImageMap, work: Path
 def _oracle_failed(v: Verdict) -> str | None:
     """Why the reference solution fails its own tests; None when it passes or the host could not tell (a trial that
     ended on this host's infrastructure says nothing about the task)."""
-    rep = v.reports.get("oracle")
+    rep = v.reports.get(ORACLE)
     if rep is None or rep.passed or rep.inconclusive:
         return None
-    facts = rep.facts()
+    facts = rep.findings
     if facts and all(f.error_kind is not None and f.error_kind.is_infrastructure for f in facts):
         return None
     return "; ".join(rep.reasons)[:300] or "the reference solution does not pass"
@@ -57,9 +57,14 @@ def _oracle_failed(v: Verdict) -> str | None:
 
 def _host_failed(v: Verdict) -> bool:
     """Every oracle run ended on this host's infrastructure: nothing is known about the task."""
-    rep = v.reports.get("oracle")
-    facts = rep.facts() if rep is not None and not rep.passed else []
+    rep = v.reports.get(ORACLE)
+    facts = rep.findings if rep is not None and not rep.passed else []
     return bool(facts) and all(f.error_kind is not None and f.error_kind.is_infrastructure for f in facts)
+
+
+def _reasons(v: Verdict, verifier: str) -> list[str]:
+    rep = v.reports.get(verifier)
+    return rep.reasons if rep is not None else []
 
 
 def _inconclusive(v: Verdict) -> str:
@@ -176,4 +181,4 @@ async def harden_task(task: Task, out_dir: Path, *, env: str = DEFAULT_ENGINE, j
         return done("not hardened", "the hardened copy fails its proof (oracle or nop) in the separate verifier: "
                     f"{'; '.join(after.reasons)[:300]}")
     return done("not hardened", f"the hardened copy is still {result.after.red_team}: "
-                f"{'; '.join(r for r in after.reasons if r.startswith('red_team'))[:300]}")
+                f"{'; '.join(f'{RED_TEAM}: {r}' for r in _reasons(after, RED_TEAM))[:300]}")

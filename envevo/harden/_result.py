@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from envevo.harden._artifacts import Artifact
 from envevo.harden._scan import Download, LiveProbe
-from envevo.verify import Verdict, broken_by
+from envevo.verify import INVALID_TEST, MUTATION, ORACLE, RED_TEAM, Verdict, broken_by
 
 HardenStatus = Literal["hardened", "unchanged", "not hardened", "inconclusive"]
 
@@ -25,11 +25,11 @@ class ProofSide(BaseModel):
 
     @classmethod
     def of(cls, v: Verdict) -> ProofSide:
-        oracle, nop = v.reports.get("oracle"), v.reports.get("invalid_test")
+        oracle, nop = v.reports.get(ORACLE), v.reports.get(INVALID_TEST)
         verifies: bool | None = None
         if oracle is not None and nop is not None and not (oracle.inconclusive or nop.inconclusive):
             verifies = oracle.passed and nop.passed
-        rt = v.reports.get("red_team")
+        rt = v.reports.get(RED_TEAM)
         if rt is None:
             red = "not run"
         elif rt.passed:
@@ -38,7 +38,7 @@ class ProofSide(BaseModel):
             red = "broken by " + ", ".join(broke)
         else:
             red = "inconclusive" if rt.inconclusive else "failed"
-        mut = v.reports.get("mutation")
+        mut = v.reports.get(MUTATION)
         m = mut.metrics if mut is not None else {}
         total = m.get("killed", 0) + m.get("survived", 0)
         return cls(status=v.status, verifies=verifies, red_team=red,

@@ -110,7 +110,7 @@ class LLMHacker:
         from envevo.runtime import run_trial  # imports Harbor
 
         spec = TrialSpec(task_dir=task_dir, agent=SCRIPTED_AGENT, env=env, trials_dir=trials_dir,
-                         trial_name=f"{task_dir.name[:32]}__rt-{NAME}__{tag}",
+                         trial_name=f"{task_dir.name[:32]}__rt-{NAME}__{tag}", subject=NAME,
                          agent_kwargs={"script": PRELUDE + hack.script, "label": NAME, "timeout_sec": 300})
         async with gate:
             outcome = await run_trial(spec)

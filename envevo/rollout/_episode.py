@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from pydantic import BaseModel, Field
 
 from envevo.rollout._profiles import SimProfile, explore_turns, step_probability
+from envevo.runtime import ORACLE_AGENT
 
 # run(commands) -> [(return code, output)] per command, in order: the agent side of `environment.exec`.
 Exec = Callable[[list[str]], Awaitable[list[tuple[int, str]]]]
@@ -112,7 +113,7 @@ async def play(chain, blocks, prof: SimProfile, prior, rng: random.Random, run: 
         await turns(*(looks[i % len(looks)] for i in range(explore_turns(prof, prior, step.scenario, step.skill, chain.goal))))
         for attempt in range(prof.retries + 1):
             right = rng.random() < p
-            log.attempts.append("oracle" if right else "wrong")
+            log.attempts.append(ORACLE_AGENT if right else "wrong")
             _undo, (rc, _), (rc_check, _) = await turns(
                 BACKUP if attempt == 0 else RESTORE,
                 shell(PRELUDE + "(\n" + (block.oracle_sh if right else block.wrong_sh) + "\n)\n"),

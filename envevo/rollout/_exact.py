@@ -35,6 +35,7 @@ from pydantic import BaseModel, Field
 
 from envevo.rollout._episode import TURNS_PER_ATTEMPT, Episode
 from envevo.rollout._profiles import SimProfile, explore_turns, step_probability
+from envevo.runtime import ORACLE_AGENT
 
 
 class StepExpectation(BaseModel):
@@ -89,7 +90,7 @@ def caught_facts(episodes: Iterable[Episode]) -> dict[int, bool]:
             for attempt, ok in zip(step.attempts, step.self_check, strict=False):
                 if attempt == "wrong":
                     facts[t] = facts.get(t, False) or not ok
-            if not step.attempts or step.attempts[-1] != "oracle":
+            if not step.attempts or step.attempts[-1] != ORACLE_AGENT:
                 break  # later steps ran on a wrong input
     return facts
 

@@ -7,6 +7,8 @@ outcome types (verdicts, the store, the trainer adapters' environments) load wit
 from envevo.runtime import _host_ca as host_ca  # the module: trust settings for the host's CA bundle
 from envevo.runtime._agents import (
     DRIVEN_AGENT,
+    NOP_AGENT,
+    ORACLE_AGENT,
     OUTPUT_CAP_KWARGS,
     SCRIPTED_AGENT,
     DriverResult,
@@ -51,6 +53,8 @@ __all__ = [
     "STANDIN_LINE",
     "DRIVEN_AGENT",
     "OUTPUT_CAP_KWARGS",
+    "NOP_AGENT",
+    "ORACLE_AGENT",
     "SCRIPTED_AGENT",
     "DriverResult",
     "END_STATE",

@@ -21,6 +21,10 @@ DRIVEN_AGENT = "envevo.runtime._driven_agent:DrivenAgent"
 # The Harbor agent that runs a fixed script (an exploit's, a near-miss solution's): envevo/runtime/_scripted_agent.py.
 SCRIPTED_AGENT = "envevo.runtime._scripted_agent:ScriptedAgent"
 
+# Harbor's built-in agents: the task's reference solution (solution/solve.sh), and the empty solution (does nothing).
+ORACLE_AGENT = "oracle"
+NOP_AGENT = "nop"
+
 ShellExec = Callable[[str, int], Awaitable[tuple[int, str]]]
 
 

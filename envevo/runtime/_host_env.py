@@ -28,7 +28,7 @@ def host_env_guarded(run: Run) -> Run:
         try:
             run_dir = host_env_resolved(spec.task_dir, spec.trials_dir / ".host-env")
         except TaskError as exc:
-            return TrialOutcome(task=spec.task_dir.name, agent=spec.agent, model=spec.model,
+            return TrialOutcome(task=spec.task_dir.name, agent=spec.agent, model=spec.model, subject=spec.subject,
                                 error_kind=ErrorKind.INFRASTRUCTURE_ERROR, exception_type="HostEnvRefused",
                                 error_message=f"refused before any container started: {exc}"[:500])
         if run_dir == spec.task_dir:

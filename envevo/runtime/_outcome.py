@@ -46,6 +46,8 @@ class TrialSpec(BaseModel):
     env: str = Field(default=DEFAULT_ENGINE, description="Harbor environment type, or an import path 'pkg.mod:Class'")
     trials_dir: Path
     trial_name: str | None = None
+    subject: str | None = Field(None, description="what the trial tries, as the verifier that planned it names it (an "
+                                                  "exploit, a mutant id); copied to its outcome")
     agent_kwargs: dict = Field(default_factory=dict)
     timeout_multiplier: float = 1.0
     fingerprint: bool = Field(False, description="oracle trials only: fingerprint the solution's end state into the "
@@ -67,6 +69,7 @@ class TrialOutcome(BaseModel):
     error_message: str | None = None
     exception_type: str | None = Field(default=None, description="the type name of the exception that ended the trial")
     trial_dir: Path | None = None
+    subject: str | None = Field(None, description="its spec's subject: the exploit or mutant the trial tried")
     notes: list[str] = Field(default_factory=list, description="what the sandbox changed or dropped, e.g. refused limits")
 
     @property

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 
 from envevo.runtime import _cleanup
+from envevo.runtime._agents import ORACLE_AGENT
 from envevo.runtime._archive import copy_failure
 from envevo.runtime._envs import resolve_env
 from envevo.runtime._harbor import (
@@ -71,7 +72,7 @@ def _agent_config(spec: TrialSpec) -> AgentConfig:
     kwargs = {k: v for k, v in spec.agent_kwargs.items() if k not in CONNECTION_KWARGS}
     connection = {k: spec.agent_kwargs[k] for k in CONNECTION_KWARGS if spec.agent_kwargs.get(k) is not None}
     which = {"import_path": spec.agent} if ":" in spec.agent else {"name": spec.agent}
-    if spec.fingerprint and spec.agent == "oracle":
+    if spec.fingerprint and spec.agent == ORACLE_AGENT:
         which, kwargs = {"import_path": FINGERPRINT_ORACLE}, {**kwargs, "task_dir": str(spec.task_dir.resolve())}
     return AgentConfig(**which, model_name=spec.model, kwargs=kwargs, **connection)
 
@@ -238,6 +239,7 @@ def to_outcome(spec: TrialSpec, r: TrialResult) -> TrialOutcome:
         task=r.task_name,
         agent=spec.agent,
         model=spec.model,
+        subject=spec.subject,
         reward=reward,
         rewards={k: float(v) for k, v in rewards.items()},
         turns=_turns(r),
@@ -314,6 +316,7 @@ async def run_trial(spec: TrialSpec) -> TrialOutcome:
             task=spec.task_dir.name,
             agent=spec.agent,
             model=spec.model,
+            subject=spec.subject,
             error_kind=ErrorKind.INFRASTRUCTURE_ERROR,
             error_message=f"{type(exc).__name__}: {exc}".splitlines()[0][:500],
             exception_type=type(exc).__name__,

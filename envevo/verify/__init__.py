@@ -1,5 +1,5 @@
 """Verifiers that decide whether a task (or an evolved candidate) is sound: oracle, invalid-test, the red team and
-the mutation verifier."""
+the mutation verifier, each registered with its spec in `_plugins.py` (the verifier names are its constants)."""
 
 from envevo.verify._audit import (
                                   AUDIT_RESULTS,
@@ -9,6 +9,7 @@ from envevo.verify._audit import (
                                   fail_on_hits,
                                   failure_classes,
                                   load_audit_results,
+                                  part_report,
                                   record_reasons,
                                   summarize_audit,
 )
@@ -38,15 +39,56 @@ from envevo.verify._mutation import (
     parse_mutation,
     survivors,
 )
+from envevo.verify._plugins import (
+    INVALID_TEST,
+    MUTATION,
+    ORACLE,
+    RED_TEAM,
+    Switch,
+    VerifierSpec,
+    label_of,
+    register,
+    registered,
+    spec_of,
+    switch_options,
+    unregister,
+    verifier_names,
+)
 from envevo.verify._progress import trial_line
 from envevo.verify._redteam import RedTeamVerifier, broken_by, choose_exploits, parse_red_team
 from envevo.verify._rubric import RuleRubric, TaskVerifier
 from envevo.verify._run import default_verifiers, unmet_on_host, verify_candidate, verify_tasks
 from envevo.verify._sarif import audit_sarif
-from envevo.verify._verdict import Finding, FindingKind, Unmet, Verdict, VerifierReport, findings_from_reasons
-from envevo.verify._verifiers import InvalidTestVerifier, OracleVerifier, TaskAttacker, TaskJudge, TrialVerifier
+from envevo.verify._verdict import Finding, FindingKind, Unmet, Verdict, VerifierReport, finding, stored_findings
+from envevo.verify._verifiers import (
+    ComparesReference,
+    InvalidTestVerifier,
+    OracleVerifier,
+    TaskAttacker,
+    TaskJudge,
+    TaskPreparer,
+    TrialVerifier,
+)
 
 __all__ = [
+    "INVALID_TEST",
+    "MUTATION",
+    "ORACLE",
+    "RED_TEAM",
+    "ComparesReference",
+    "Switch",
+    "TaskPreparer",
+    "VerifierSpec",
+    "finding",
+    "part_report",
+    "label_of",
+    "register",
+    "registered",
+    "spec_of",
+    "stored_findings",
+    "switch_options",
+    "unregister",
+    "verifier_names",
     "DriftBound",
     "AUDIT_RESULTS",
     "VERIFIER_CLASSES",
@@ -83,7 +125,6 @@ __all__ = [
     "fail_on_hits",
     "failure_classes",
     "killed_keys",
-    "findings_from_reasons",
     "load_audit_results",
     "model_mutants",
     "mutation_score",

@@ -1,8 +1,9 @@
 """Audit records: one JSON line per task in `audit.jsonl`, keyed by its content hash, so a killed audit of
 thousands of tasks resumes with only what was left; counts per failure class, the hackable fraction and the tasks
-with a surviving mutant. A record written before the audit ran the mutation verifier has no `mutation` entry; it
-loads, and shows none. The classes come from each verifier's typed findings; a summary from before findings
-existed has none, and its reasons are read instead (`VerifierReport.facts`)."""
+with a surviving mutant. Every registered verifier (envevo/verify/_plugins.py) is handled alike, by its spec; one
+may add a part to each record and totals to the summary (the mutation verifier's score). A record written before a
+verifier existed has no entry for it; it loads, and shows none. The classes come from each verifier's typed
+findings; a summary stored before findings carried their text is read through `stored_findings`."""
 
 from __future__ import annotations
 
@@ -13,81 +14,66 @@ from pathlib import Path
 from typing import Any
 
 from envevo.task import Task
-from envevo.verify._mutation import survivors
-from envevo.verify._redteam import broken_by
-from envevo.verify._verdict import Verdict, VerifierReport
+from envevo.verify._plugins import VerifierSpec, registered, verifier_names
+from envevo.verify._verdict import FindingKind, Verdict, VerifierReport
 
 AUDIT_RESULTS = "audit.jsonl"
 
 
-def mutant_kind(mutant_id: str) -> str:
-    """prefix, wrong or skip, from a mutant's id (prefix-3of7, step2-wrong, step2-skip)."""
-    return "prefix" if mutant_id.startswith("prefix-") else mutant_id.rsplit("-", 1)[-1]
+def part_report(name: str, part: dict) -> VerifierReport:
+    """One verifier's report back from its part of a verdict summary (`Verdict.summary`), as stored (its runs left
+    out: what an audit reads is the verdict, the findings and the figures)."""
+    kept = ("passed", "inconclusive", "weak", "reasons", "notes", "metrics", "findings")
+    return VerifierReport.model_validate({"name": name, **{k: part[k] for k in kept if part.get(k) is not None}})
 
 
-def mutation_result(summary: dict) -> dict[str, Any] | None:
-    """The mutation verifier's part of an audit record, from a verdict summary: the score killed/(killed+survived)
-    as text ("3/4", None when no mutant was judged), the counts, and the surviving mutants by id; None when the
-    verifier did not run."""
-    m = summary.get("mutation")
-    if not m:
-        return None
-    metrics = m.get("metrics") or {}
-    killed, survived = int(metrics.get("killed", 0)), survivors(_report("mutation", m))
-    judged = killed + len(survived)
-    return {"score": f"{killed}/{judged}" if judged else None, "killed": killed, "survived": survived,
-            "equivalent": list(metrics.get("equivalent_mutants") or []),
-            "inconclusive": int(metrics.get("inconclusive", 0)), "run": int(metrics.get("run", 0)),
-            "mutants": metrics.get("mutants"), "source": metrics.get("source")}
+def _parts(summary: dict) -> list[tuple[VerifierSpec, VerifierReport]]:
+    """The registered verifiers' reports in a verdict summary, in registry order."""
+    return [(spec, part_report(spec.name, summary[spec.name])) for spec in registered() if summary.get(spec.name)]
+
+
+def _broke(rep: VerifierReport) -> list[str]:
+    return [f.exploit for f in rep.findings if f.kind is FindingKind.BROKE and f.exploit is not None]
 
 
 def failure_classes(summary: dict) -> list[str]:
-    """What broke a task: 'oracle', 'invalid_test', 'exploit:<name>' per exploit that passed it, and
-    'mutant:<kind>' (prefix, wrong, skip) per kind of mutant that survived."""
+    """What broke a task: a verifier's own check that failed ('oracle', 'invalid_test'), '<subject>:<class>' per
+    subject a verifier found broke the tests ('exploit:<name>' per exploit that passed it, 'mutant:<kind>' (prefix,
+    wrong, skip) per kind of mutant that survived), and '<verifier>:inconclusive' where it had no evidence."""
     classes = []
-    for name in ("oracle", "invalid_test"):
-        rep = summary.get(name)
-        if rep and not rep["passed"]:
-            classes.append(name if not rep["inconclusive"] else f"{name}:inconclusive")
-    rt = summary.get("red_team")
-    if rt and not rt["passed"]:
-        exploits = exploits_that_broke(summary)
-        classes += [f"exploit:{e}" for e in exploits] or (["red_team:inconclusive"] if rt["inconclusive"] else [])
-    mu = summary.get("mutation")
-    if mu and not mu["passed"]:
-        kinds = dict.fromkeys(mutant_kind(m) for m in (mutation_result(summary) or {}).get("survived", []))
-        classes += [f"mutant:{k}" for k in kinds] or (["mutation:inconclusive"] if mu["inconclusive"] else [])
+    for spec, rep in _parts(summary):
+        if rep.passed:
+            continue
+        if spec.subject is None:
+            classes.append(spec.name if not rep.inconclusive else f"{spec.name}:inconclusive")
+            continue
+        found = dict.fromkeys(spec.subject_class(s) for s in _broke(rep))
+        classes += [f"{spec.subject}:{c}" for c in found] or ([f"{spec.name}:inconclusive"] if rep.inconclusive else [])
     return classes
 
 
 def exploits_that_broke(summary: dict) -> list[str]:
-    """The exploits that broke the task, from the red team's findings in a verdict summary ([] when it passed or did
-    not run)."""
-    rt = summary.get("red_team")
-    return broken_by(_report("red_team", rt)) if rt and not rt["passed"] else []
-
-
-def _report(name: str, part: dict) -> VerifierReport:
-    """One verifier's report back from its part of a verdict summary (`Verdict.summary`)."""
-    return VerifierReport(name=name, passed=part["passed"], inconclusive=part["inconclusive"], reasons=part["reasons"],
-                          findings=part.get("findings") or [])
+    """The subjects (exploits) that broke the task outright, from the findings in a verdict summary of the
+    verifiers whose findings do not merely weaken it ([] when they passed or did not run)."""
+    return [s for spec, rep in _parts(summary) if not spec.weakens and not rep.passed for s in _broke(rep)]
 
 
 def audit_record(task: Task, verdict: Verdict) -> dict[str, Any]:
     """The audit.jsonl line of one task's verdict."""
     s = verdict.summary()
     classes = failure_classes(s)
+    parts = {spec.name: spec.load(spec.audit_part)(part_report(spec.name, s[spec.name]) if s.get(spec.name) else None)
+             for spec in registered() if spec.audit_part is not None}
     return {"hash": task.content_hash(), "task": task.name, "source": str(task.source) if task.source else None,
             "status": verdict.status, "ok": verdict.ok, "broken_by": classes,
-            "hackable": bool(exploits_that_broke(s)), "mutation": mutation_result(s),
+            "hackable": bool(exploits_that_broke(s)), **parts,
             "audited_at": datetime.now(UTC).isoformat(timespec="seconds"), "verdict": s}
 
 
 def record_reasons(rec: dict) -> list[str]:
     """Every verifier's reasons in a record, each prefixed by its verifier."""
     v = rec.get("verdict") or {}
-    return [f"{name}: {r}" for name in ("oracle", "invalid_test", "red_team", "mutation")
-            if name in v for r in v[name]["reasons"]]
+    return [f"{name}: {r}" for name in verifier_names() if name in v for r in v[name]["reasons"]]
 
 
 def load_audit_results(path: Path) -> dict[str, dict]:
@@ -113,40 +99,40 @@ def end_torn_line(path: Path) -> None:
 
 
 def summarize_audit(records: list[dict]) -> dict:
-    """Counts per status and per failure class, the hackable fraction (tasks an exploit broke), and the mutation
-    verifier's totals: tasks it scored, tasks with a surviving mutant, and killed/(killed+survived) over all."""
+    """Counts per status and per failure class, the hackable fraction (tasks an exploit broke), and each verifier's
+    own totals (the mutation verifier's: tasks it scored, tasks with a surviving mutant, killed/(killed+survived))."""
     statuses = Counter(r["status"] for r in records)
     classes = Counter(c for r in records for c in r["broken_by"])
     hackable = sum(1 for r in records if r["hackable"])
-    scored = [r["mutation"] for r in records if r.get("mutation") and r["mutation"]["score"]]
-    killed = sum(m["killed"] for m in scored)
-    judged = killed + sum(len(m["survived"]) for m in scored)
-    return {
+    out: dict[str, object] = {
         "tasks": len(records),
         "status": dict(statuses),
         "failure_classes": dict(sorted(classes.items())),
         "hackable": hackable,
         "hackable_fraction": round(hackable / len(records), 4) if records else 0.0,
-        "mutation_scored": len(scored),
-        "mutant_survived": sum(1 for m in scored if m["survived"]),
-        "mutation_score": f"{killed}/{judged}" if judged else None,
-        "mutant_equivalent": sum(len(r["mutation"].get("equivalent") or []) for r in records if r.get("mutation")),
     }
+    for spec in registered():
+        if spec.audit_totals is not None:
+            out |= spec.load(spec.audit_totals)([r[spec.name] for r in records if r.get(spec.name)])
+    return out
 
 
-VERIFIER_CLASSES = ("oracle", "invalid_test", "red_team", "mutation")
+VERIFIER_CLASSES = verifier_names()  # the built-in verifiers: each a failure class `--fail-on` takes
 
 
 def fail_on_hits(rec: dict, wanted: list[str]) -> list[str]:
     """The failure classes of a record that `--fail-on` names: an exploit ('reward_forgery' or
-    'exploit:reward_forgery'), a verifier ('oracle', 'invalid_test'; 'red_team' for any exploit, 'mutation' for any
-    surviving mutant), or a class as the record states it ('mutant:wrong'). Inconclusive results never match."""
+    'exploit:reward_forgery'), a verifier (its own check, or any subject it found: the red team's exploits, the
+    mutation verifier's surviving mutants), or a class as the record states it ('mutant:wrong'). Inconclusive
+    results never match."""
+    by_subject = {spec.subject: spec.name for spec in registered() if spec.subject is not None}
     hits = []
     for c in rec["broken_by"]:
         if c.endswith(":inconclusive"):
             continue
         kind, _, name = c.partition(":")
-        aliases = {c, name} | ({"red_team"} if kind == "exploit" else {"mutation"} if kind == "mutant" else set())
+        aliases = {c, name} | ({by_subject[kind]} if kind in by_subject else set())
         if aliases & set(wanted):
             hits.append(c)
     return hits
+

@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from envevo.verify._mutation import mutation_strict, parse_mutation
-from envevo.verify._redteam import parse_red_team
+from envevo.verify._plugins import registered
 
 if TYPE_CHECKING:
     from envevo.verify._mutation import MutantWriter
@@ -31,29 +30,26 @@ class VerificationConfig(BaseModel):
     learn_rubric: Path | None = Field(None, description="a rubric TOML each hack the LLM red team proves is appended "
                                                         "to as a required criterion")
 
-    @field_validator("red_team")
+    @model_validator(mode="before")
     @classmethod
-    def _red_team_switch(cls, value: str) -> str:
-        parse_red_team(value)  # ValueError naming --red-team and the accepted values
-        return value.strip().lower()
-
-    @field_validator("mutation")
-    @classmethod
-    def _mutation_switch(cls, value: str) -> str:
-        parse_mutation(value)
-        return value.strip().lower()
+    def _switches(cls, data: object) -> object:
+        """Each registered verifier's switch, checked (a ValueError naming its option and the accepted values) and
+        spelt one way."""
+        if isinstance(data, dict):
+            data = dict(data)
+            for spec in registered():
+                if spec.option is not None and isinstance(data.get(spec.option), str):
+                    spec.parse(data[spec.option])
+                    data[spec.option] = data[spec.option].strip().lower()
+        return data
 
     @property
     def strict(self) -> bool:
         """`mutation = strict`: a task whose tests miss a near miss fails instead of being weak."""
-        return mutation_strict(self.mutation)
+        return any(spec.strict(self) for spec in registered())
 
     def verifiers(self, *, model: object | None = None, mutant_writer: MutantWriter | None = None
                   ) -> list[TrialVerifier]:
         """The container verifiers this config asks for; `model` lends the red team its LLM hacker and
         `mutant_writer` writes `model_mutants` near misses per task."""
-        from envevo.verify._run import default_verifiers
-
-        return default_verifiers(self.repeats, red_team=self.red_team, mutation=self.mutation, model=model,
-                                 learn_rubric=self.learn_rubric, mutant_writer=mutant_writer,
-                                 written=self.model_mutants, probes=self.probes)
+        return [v for spec in registered() if (v := spec.build(self, model=model, mutant_writer=mutant_writer))]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from envevo.task import Task
 from envevo.trace import Drift, drift_reason
-from envevo.verify._verdict import VerifierReport
+from envevo.verify._verdict import VerifierReport, finding
 
 
 class DriftBound:
@@ -36,4 +36,5 @@ class DriftBound:
         self.last = drift
         if drift.drift_seed <= self.max_drift:
             return VerifierReport(name=self.name, passed=True)
-        return VerifierReport(name=self.name, passed=False, reasons=[drift_reason(drift, self.max_drift, task, self.seed)])
+        return VerifierReport(name=self.name, passed=False,
+                              findings=[finding(self.name, drift_reason(drift, self.max_drift, task, self.seed))])

@@ -28,17 +28,20 @@ import hashlib
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from envevo.runtime import ErrorKind, TrialOutcome, TrialSpec
+from envevo.runtime import ORACLE_AGENT, ErrorKind, TrialOutcome, TrialSpec
 from envevo.task import Task, load_task, save
 from envevo.verify._end_state import EndState, end_state_differences, read_end_state, visible_roots
 from envevo.verify._evidence import quote, read_trial_logs
 from envevo.verify._feedback import solution_run
 from envevo.verify._mutant_keys import env_key, equivalence_key, step_failed, task_key
 from envevo.verify._mutants import SOLVE, Mutant, WrittenMutant, model_mutants, task_mutants
-from envevo.verify._redteam import parse_switch
+from envevo.verify._plugins import MUTATION, VerifierSpec, is_strict, spec_of
 from envevo.verify._verdict import Finding, FindingKind, VerifierReport, trial_finding
+
+if TYPE_CHECKING:
+    from envevo.verify._config import VerificationConfig
 
 MUTANTS_DIR = "_mutants"  # under a task's trials dir: one task copy per mutant
 _DIFFERS_SHOWN = 4  # paths named where a survivor's end state differs
@@ -50,17 +53,18 @@ EQUIVALENT = "equivalent:"  # how `killed_keys` marks the keys of equivalent mut
 
 def parse_mutation(value: str) -> tuple[bool, int | None]:
     """on, off, sample:N, or strict (every mutant, and a survivor fails even a task envevo did not write)."""
-    if mutation_strict(value):
-        return True, None
-    try:
-        return parse_switch("--mutation", value)
-    except ValueError:
-        raise ValueError(f"--mutation {value!r}: use on, strict, off or sample:N (N ≥ 1)") from None
+    return _spec().parse(value)
 
 
 def mutation_strict(value: str) -> bool:
     """`--mutation strict`: surviving mutants fail every task, not only envevo's own candidates."""
-    return (value or "").strip().lower() == "strict"
+    return is_strict(value)
+
+
+def _spec() -> VerifierSpec:
+    spec = spec_of(MUTATION)
+    assert spec is not None  # built in
+    return spec
 
 
 def choose_mutants(task: Task, mutants: list[Mutant], sample: int | None) -> list[Mutant]:
@@ -99,6 +103,11 @@ def killed_keys(metrics: dict[str, Any]) -> frozenset[str]:
     return frozenset(listed("killed_keys")) | {EQUIVALENT + k for k in listed("equivalent_keys")}
 
 
+def inherited_kills(metrics: dict[str, Any], generation: int) -> frozenset[str]:
+    """What a child reuses from its parent's stored mutation report (the registry's `inherits`): `killed_keys`."""
+    return killed_keys(metrics)
+
+
 class MutantWriter(Protocol):
     """A model that writes near-miss solutions from a task's plan (envevo.llm.ModelMutantWriter): up to `n`, and
     why there are none when it gave nothing usable."""
@@ -125,7 +134,12 @@ class _TaskState:
 class MutationVerifier:
     """Every chosen mutant of the task's solution scores 0 in the sandbox."""
 
-    name = "mutation"
+    name = MUTATION
+
+    @classmethod
+    def from_config(cls, config: VerificationConfig, *, sample: int | None, model: object | None = None,
+                    mutant_writer: MutantWriter | None = None) -> MutationVerifier:
+        return cls(sample=sample, writer=mutant_writer, written=config.model_mutants)
 
     def __init__(self, sample: int | None = None, writer: MutantWriter | None = None, written: int = 3):
         """`writer`: a model that adds up to `written` near misses of its own per task (`prepare`), beside the
@@ -146,10 +160,10 @@ class MutationVerifier:
         with one of them are not run."""
         self._state(task_dir).inherited = frozenset(killed)
 
-    def reference(self, task_dir: Path, oracle_runs: list[TrialOutcome]) -> None:
+    def reference(self, task_dir: Path, runs: list[TrialOutcome]) -> None:
         """The full solution's trials of the task (run with `fingerprint`): their end states are what a surviving
         mutant is compared with."""
-        self._state(task_dir).references = [read_end_state(o.trial_dir) for o in oracle_runs] or None
+        self._state(task_dir).references = [read_end_state(o.trial_dir) for o in runs] or None
 
     def plan(self, task_dir: Path, fresh: bool = False) -> tuple[list[Mutant], str]:
         """The chosen mutants of a task and where they come from. `fresh` re-reads the task: a candidate dir may be
@@ -220,8 +234,8 @@ class MutationVerifier:
             if not (copy / SOLVE).is_file() or (copy / SOLVE).read_text(encoding="utf-8") != m.script:
                 save(variant, copy, overwrite=True)
             trial = f"{Path(task_dir).name[:32]}__mut-{m.id}__{uuid.uuid4().hex[:6]}"
-            specs.append(TrialSpec(task_dir=copy, agent="oracle", env=env, trials_dir=trials_dir, trial_name=trial,
-                                   fingerprint=True))
+            specs.append(TrialSpec(task_dir=copy, agent=ORACLE_AGENT, env=env, trials_dir=trials_dir, trial_name=trial,
+                                   subject=m.id, fingerprint=True))
         return specs
 
     def judge(self, runs: list[TrialOutcome]) -> VerifierReport:
@@ -262,7 +276,7 @@ class MutationVerifier:
         by_id = {m.id: m for m in ran}
         out: set[str] = set()
         for i, o in enumerate(runs):
-            mid = _mutant_id(o) or (ran[i].id if i < len(ran) else None)
+            mid = o.subject or (ran[i].id if i < len(ran) else None)
             m = by_id.get(mid) if mid is not None else None
             if m is None or mid not in keys or mutant_result(o)[0] != "killed":
                 continue
@@ -275,20 +289,20 @@ class MutationVerifier:
                references: list[EndState | None] | None = None, roots: list[str] | None = None) -> VerifierReport:
         by_id = {m.id: m for m in mutants}
         # Each finding with the reason that says it in words; survivors first, then the inconclusive ones.
-        survived: list[tuple[Finding, str]] = []
-        unknown: list[tuple[Finding, str]] = []
+        survived: list[Finding] = []
+        unknown: list[Finding] = []
         killed: list[str] = []
         equivalent: list[str] = []
         notes: list[str] = []
         for i, o in enumerate(runs):
-            mid = _mutant_id(o) or (mutants[i].id if i < len(mutants) else f"mutant {i + 1}")
+            mid = o.subject or (mutants[i].id if i < len(mutants) else f"mutant {i + 1}")
             m = by_id.get(mid)
             label = m.label if m is not None else mid
             where = f" (logs: {o.trial_dir})" if o.trial_dir else " (no trial dir: the trial never started)"
             result, why = mutant_result(o)
             if result == "inconclusive":
-                unknown.append((trial_finding(self.name, FindingKind.INCONCLUSIVE, o, f"{label}: {why}", mid),
-                                f"{mid}: inconclusive: {label}: {why}{where}"))
+                unknown.append(trial_finding(self.name, FindingKind.INCONCLUSIVE, o, f"{label}: {why}", mid,
+                                             text=f"{mid}: inconclusive: {label}: {why}{where}"))
             elif result == "survived":
                 differs = end_state_differences(read_end_state(o.trial_dir), references, roots) if references else None
                 if differs == []:
@@ -296,8 +310,8 @@ class MutationVerifier:
                     notes.append(f"{mid}: equivalent: {label} ends in the same state as the solution on everything the "
                                  "tests can see, so no test could kill it; not counted")
                     continue
-                survived.append((trial_finding(self.name, FindingKind.BROKE, o, f"{label} scored {o.reward}, not 0", mid),
-                                 _survivor(mid, m, label, o, where, differs)))
+                survived.append(trial_finding(self.name, FindingKind.BROKE, o, f"{label} scored {o.reward}, not 0", mid,
+                                              text=_survivor(mid, m, label, o, where, differs)))
             else:
                 killed.append(mid)
         if not mutants and not runs and source.startswith("no mutants"):
@@ -307,15 +321,7 @@ class MutationVerifier:
                                    "equivalent_mutants": equivalent, "score": mutation_score(len(killed), len(survived))}
         found = survived + unknown
         return VerifierReport(name=self.name, passed=not found, inconclusive=bool(unknown) and not survived,
-                              weak=bool(survived), reasons=[text for _, text in found], notes=notes, runs=runs,
-                              metrics=metrics, findings=[f for f, _ in found])
-
-
-def _mutant_id(o: TrialOutcome) -> str | None:
-    name = o.trial_dir.name if o.trial_dir else ""
-    if "__mut-" not in name:
-        return None
-    return name.split("__mut-", 1)[1].rsplit("__", 1)[0]
+                              weak=bool(survived), notes=notes, runs=runs, metrics=metrics, findings=found)
 
 
 def _survivor(mid: str, m: Mutant | None, label: str, o: TrialOutcome, where: str, differs: list[str] | None) -> str:
@@ -338,4 +344,4 @@ def _survivor(mid: str, m: Mutant | None, label: str, o: TrialOutcome, where: st
 
 def survivors(report: VerifierReport) -> list[str]:
     """The mutants that survived, from a mutation report's findings (not its inconclusive ones)."""
-    return [f.exploit for f in report.facts() if f.kind is FindingKind.BROKE and f.exploit is not None]
+    return [f.exploit for f in report.findings if f.kind is FindingKind.BROKE and f.exploit is not None]

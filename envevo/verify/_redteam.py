@@ -24,22 +24,25 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-import re
 import uuid
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envevo.runtime import ErrorKind, TrialOutcome, TrialSpec
 from envevo.task import Task, load_task
 from envevo.verify._evidence import quote, read_trial_logs
 from envevo.verify._exploit_keys import Source, exploit_key, missing_witness, parse_sources
 from envevo.verify._false_fail import judge_probes, script_lines
+from envevo.verify._plugins import RED_TEAM, VerifierSpec, spec_of
 from envevo.verify._verdict import Finding, FindingKind, VerifierReport, evidence_line, trial_finding
 from envevo.verify.exploits import SCRIPTED_AGENT, AgentAttack, exploit_names, get_exploit, make_exploit
 
-_TRIAL = re.compile(r"__rt-([a-z0-9_]+)__")
 # Trials that end so never reached the tests, whatever the exploit did.
+if TYPE_CHECKING:
+    from envevo.verify._config import VerificationConfig
+
 _NEVER_RAN = (ErrorKind.ENVIRONMENT_BUILD_FAILURE, ErrorKind.INFRASTRUCTURE_ERROR, ErrorKind.AGENT_TIMEOUT)
 
 
@@ -64,26 +67,14 @@ def exploit_result(o: TrialOutcome) -> tuple[ExploitResult, str]:
     return ExploitResult.RESISTED, ""
 
 
-def parse_switch(option: str, value: str) -> tuple[bool, int | None]:
-    """An on/off/sample:N verifier switch (`--red-team`, `--mutation`): 'on' → (True, None), 'off' → (False, None),
-    'sample:N' → (True, N); ValueError naming `option` otherwise."""
-    v = (value or "off").strip().lower()
-    if v == "off":
-        return False, None
-    if v == "on":
-        return True, None
-    if v.startswith("sample:"):
-        try:
-            n = int(v.split(":", 1)[1])
-        except ValueError:
-            n = 0
-        if n >= 1:
-            return True, n
-    raise ValueError(f"{option} {value!r}: use on, off or sample:N (N ≥ 1)")
-
-
 def parse_red_team(value: str) -> tuple[bool, int | None]:
-    return parse_switch("--red-team", value)
+    return _spec().parse(value)
+
+
+def _spec() -> VerifierSpec:
+    spec = spec_of(RED_TEAM)
+    assert spec is not None  # built in
+    return spec
 
 
 def choose_exploits(task: Task, names: list[str], sample: int | None) -> list[str]:
@@ -115,7 +106,12 @@ def reuse_default() -> bool:
 class RedTeamVerifier:
     """Every chosen exploit scores 0 (trial exploits in the sandbox, static ones on the files)."""
 
-    name = "red_team"
+    name = RED_TEAM
+
+    @classmethod
+    def from_config(cls, config: VerificationConfig, *, sample: int | None, model: object | None = None,
+                    mutant_writer: object | None = None) -> RedTeamVerifier:
+        return cls(sample=sample, model=model, learn_rubric=config.learn_rubric, probes=config.probes)
 
     def __init__(self, exploits: list[str] | None = None, sample: int | None = None, timeout_sec: int = 300, *,
                  model: object | None = None, learn_rubric: Path | None = None, probes: bool = True,
@@ -193,7 +189,7 @@ class RedTeamVerifier:
         state = self._reuse_of(task_dir)
         state.keys, state.reused, state.moot, state.moot_by = {}, {}, [], ""
         if moot := self._static_findings(task_dir):  # the task fails already: no trial can change that
-            state.moot_by = moot[0][0].exploit or "a static exploit"
+            state.moot_by = moot[0].exploit or "a static exploit"
             state.moot = [n for n, s in plan if s is not None and get_exploit(n).kind == "trial"]
         task = self._task(task_dir)
         for name, script in plan:
@@ -206,7 +202,7 @@ class RedTeamVerifier:
                 state.keys[name] = key
             trial = f"{Path(task_dir).name[:32]}__rt-{name}__{uuid.uuid4().hex[:6]}"
             specs.append(TrialSpec(task_dir=task_dir, agent=SCRIPTED_AGENT, env=env, trials_dir=trials_dir, trial_name=trial,
-                                   agent_kwargs={"script": script, "label": name, "timeout_sec": self.timeout_sec}))
+                                   subject=name, agent_kwargs={"script": script, "label": name, "timeout_sec": self.timeout_sec}))
         return specs
 
     def count_trials(self, task_dir: Path) -> int:
@@ -229,13 +225,12 @@ class RedTeamVerifier:
         resisted: list[dict[str, object]] = [{"exploit": n, "key": k, "generation": s.generation, "trial": s.trial}
                                              for n, (k, s) in state.reused.items()]
         for o in runs:
-            m = _TRIAL.search(o.trial_dir.name) if o.trial_dir else None
-            if (m is None or o.trial_dir is None or (key := state.keys.get(m.group(1))) is None
+            if (o.subject is None or o.trial_dir is None or (key := state.keys.get(o.subject)) is None
                     or exploit_result(o)[0] is not ExploitResult.RESISTED):
                 continue
             witness = missing_witness(read_trial_logs(o.trial_dir).test_stdout) if key[1] else ""
             if witness is not None:  # a generated runner's key certifies only with a check failed on a missing file
-                resisted.append({"exploit": m.group(1), "key": key[0], "generation": None, "trial": o.trial_dir.name,
+                resisted.append({"exploit": o.subject, "key": key[0], "generation": None, "trial": o.trial_dir.name,
                                  **({"witness": witness} if witness else {})})
         report.metrics.update({"trials_run": len(runs), "trials_reused": len(state.reused),
                                "trials_moot": len(state.moot), "resisted_keys": resisted})
@@ -243,8 +238,8 @@ class RedTeamVerifier:
 
     def _judge(self, task_dir: Path | None, runs: list[TrialOutcome]) -> VerifierReport:
         # Each finding with the reason that says it in words; broken ones first, then the inconclusive ones.
-        broken: list[tuple[Finding, str]] = []
-        unknown: list[tuple[Finding, str]] = []
+        broken: list[Finding] = []
+        unknown: list[Finding] = []
         trial_names: list[str] = []
         probes: list[tuple[str, TrialOutcome, str | None]] = []
         if task_dir is not None:
@@ -253,21 +248,20 @@ class RedTeamVerifier:
             trial_names = [n for n, s in self.plan(task_dir)
                            if s is not None and n not in state.reused and n not in state.moot]
         for i, o in enumerate(runs):
-            m = _TRIAL.search(o.trial_dir.name) if o.trial_dir else None
-            name = m.group(1) if m else (trial_names[i] if i < len(trial_names) else f"exploit {i + 1}")
+            name = o.subject or (trial_names[i] if i < len(trial_names) else f"exploit {i + 1}")
             where = f" (logs: {o.trial_dir})" if o.trial_dir else " (no trial dir: the trial never started)"
             result, why = exploit_result(o)
             if name in exploit_names() and get_exploit(name).kind == "probe":
                 probes.append((name, o, why if result is ExploitResult.INCONCLUSIVE else None))
             elif result is ExploitResult.INCONCLUSIVE:
-                unknown.append((trial_finding(self.name, FindingKind.INCONCLUSIVE, o, why, name),
-                                f"{name}: inconclusive: {why}{where}"))
+                unknown.append(trial_finding(self.name, FindingKind.INCONCLUSIVE, o, why, name,
+                                             text=f"{name}: inconclusive: {why}{where}"))
             elif result is ExploitResult.BROKEN:
                 planted = _planted(o)
                 logs = read_trial_logs(o.trial_dir)
                 said = f"reward {o.reward} without solving the task"
-                broken.append((trial_finding(self.name, FindingKind.BROKE, o, said, name),
-                               f"{name}: {said}{where}\n"
+                broken.append(trial_finding(self.name, FindingKind.BROKE, o, said, name,
+                               text=f"{name}: {said}{where}\n"
                                f"  {get_exploit(name).description if name in exploit_names() else ''}\n"
                                + (("  planted:\n" + "\n".join(f"  | {p}" for p in planted[:12])
                                    + (f"\n  | … and {len(planted) - 12} more" if len(planted) > 12 else "") + "\n")
@@ -284,9 +278,8 @@ class RedTeamVerifier:
         tried = [_tried_note(a) for a in attacks if not a.skipped]
         probe_notes, metrics = judge_probes(probes)
         return VerifierReport(name=self.name, passed=not found, inconclusive=bool(unknown) and not broken,
-                              reasons=[text for _, text in found],
                               notes=[_skip_note(f) for f in skipped] + tried + probe_notes, metrics=metrics,
-                              runs=runs, findings=[f for f, _ in found] + skipped)
+                              runs=runs, findings=found + skipped)
 
     def _lenient(self, task_dir: Path | None, name: str) -> str:
         """For a grader-logic exploit, the test lines that let it through: the tests to tighten."""
@@ -295,7 +288,7 @@ class RedTeamVerifier:
         found = checks(self._task(task_dir)) if checks is not None and task_dir is not None else []
         return ("  the tests to tighten:\n" + "\n".join(f"  | {c}" for c in found[:6]) + "\n") if found else ""
 
-    def _static_findings(self, task_dir: Path) -> list[tuple[Finding, str]]:
+    def _static_findings(self, task_dir: Path) -> list[Finding]:
         """What the planned static exploits found in the task's files (no trial)."""
         task = self._task(task_dir)
         out = []
@@ -303,14 +296,14 @@ class RedTeamVerifier:
             exploit = get_exploit(name)
             if exploit.kind == "static" and (found := exploit.inspect(task)):
                 more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-                out.append((Finding(source=self.name, kind=FindingKind.BROKE, exploit=name,
-                                    evidence=evidence_line(found[0]) + more),
-                            f"{name}: {exploit.description}; found:\n" + "\n".join(f"  | {f}" for f in found)))
+                out.append(Finding(source=self.name, kind=FindingKind.BROKE, exploit=name,
+                                   evidence=evidence_line(found[0]) + more,
+                                   text=f"{name}: {exploit.description}; found:\n" + "\n".join(f"  | {f}" for f in found)))
         return out
 
 
 def _skip_note(f: Finding) -> str:
-    return f"{f.exploit}: skipped: {f.evidence}"
+    return f.text
 
 
 def _tried_note(a: AgentAttack) -> str:
@@ -327,28 +320,28 @@ def _tried_note(a: AgentAttack) -> str:
     return f"{a.exploit}: ran {len(a.commands)} command(s){': ' + shown if shown else ''}; {came}{spent}"
 
 
-def _judge_attack(source: str, a: AgentAttack, broken: list[tuple[Finding, str]], unknown: list[tuple[Finding, str]],
+def _judge_attack(source: str, a: AgentAttack, broken: list[Finding], unknown: list[Finding],
                   skipped: list[Finding]) -> None:
     if a.skipped:
-        skipped.append(Finding(source=source, kind=FindingKind.SKIPPED, exploit=a.exploit, evidence=a.skipped))
+        skipped.append(Finding(source=source, kind=FindingKind.SKIPPED, exploit=a.exploit, evidence=a.skipped,
+                               text=f"{a.exploit}: skipped: {a.skipped}"))
         return
     o = a.outcome
     where = f" (logs: {o.trial_dir})" if o is not None and o.trial_dir else ""
     if a.error:
-        unknown.append((Finding(source=source, kind=FindingKind.INCONCLUSIVE, exploit=a.exploit,
-                                evidence=evidence_line(a.error)),
-                        f"{a.exploit}: inconclusive: {a.error}"))
+        unknown.append(Finding(source=source, kind=FindingKind.INCONCLUSIVE, exploit=a.exploit,
+                               evidence=evidence_line(a.error), text=f"{a.exploit}: inconclusive: {a.error}"))
     elif o is None:
         return  # the agent found nothing worth replaying: resisted
     elif (result := exploit_result(o))[0] is ExploitResult.INCONCLUSIVE:
         why = result[1].replace("the exploit", "its hack", 1)
-        unknown.append((trial_finding(source, FindingKind.INCONCLUSIVE, o, why, a.exploit),
-                        f"{a.exploit}: inconclusive: {why}{where}"))
+        unknown.append(trial_finding(source, FindingKind.INCONCLUSIVE, o, why, a.exploit,
+                                     text=f"{a.exploit}: inconclusive: {why}{where}"))
     elif result[0] is ExploitResult.BROKEN:
         planted = _planted(o)
         said = f"reward {o.reward} without solving the task"
-        broken.append((trial_finding(source, FindingKind.BROKE, o, f"{said}; hack: {a.summary}", a.exploit),
-                       f"{a.exploit}: {said}{where}\n  hack: {a.summary}\n"
+        broken.append(trial_finding(source, FindingKind.BROKE, o, f"{said}; hack: {a.summary}", a.exploit,
+                       text=f"{a.exploit}: {said}{where}\n  hack: {a.summary}\n"
                        + (f"  rubric criterion: {a.criterion}\n" if a.criterion else "")
                        + ("  planted:\n" + "\n".join(f"  | {p}" for p in planted[:12]) + "\n" if planted else "")
                        + quote(read_trial_logs(o.trial_dir).test_stdout, 6)))
@@ -360,4 +353,4 @@ def _planted(o: TrialOutcome) -> list[str]:
 
 def broken_by(report: VerifierReport) -> list[str]:
     """The exploits that broke the task, from a red-team report's findings (not its inconclusive ones)."""
-    return [f.exploit for f in report.facts() if f.kind is FindingKind.BROKE and f.exploit is not None]
+    return [f.exploit for f in report.findings if f.kind is FindingKind.BROKE and f.exploit is not None]

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Protocol
 
 from envevo.task import Task
-from envevo.verify._verdict import VerifierReport
+from envevo.verify._verdict import VerifierReport, finding
 
 
 class TaskVerifier(Protocol):
@@ -29,4 +29,4 @@ class RuleRubric:
 
     async def check(self, task: Task, task_dir: Path) -> VerifierReport:
         problems = self.rules(task)
-        return VerifierReport(name=self.name, passed=not problems, reasons=problems)
+        return VerifierReport(name=self.name, passed=not problems, findings=[finding(self.name, p) for p in problems])

@@ -10,12 +10,13 @@ from pathlib import Path
 from envevo.errors import TaskError
 from envevo.runtime import DEFAULT_ENGINE, TrialOutcome, TrialSpec
 from envevo.task import Task, dir_hash, host_env_needs
-from envevo.verify._mutation import MutantWriter, MutationVerifier, parse_mutation
-from envevo.verify._redteam import RedTeamVerifier, parse_red_team
+from envevo.verify._config import VerificationConfig
+from envevo.verify._mutation import MutantWriter
+from envevo.verify._plugins import spec_of
 from envevo.verify._rubric import TaskVerifier
 from envevo.verify._unbuilt import collapse_unbuilt
 from envevo.verify._verdict import Unmet, Verdict, VerifierReport
-from envevo.verify._verifiers import InvalidTestVerifier, OracleVerifier, TaskAttacker, TaskJudge, TrialVerifier
+from envevo.verify._verifiers import ComparesReference, TaskAttacker, TaskJudge, TaskPreparer, TrialVerifier
 
 
 def default_verifiers(repeats: int = 2, red_team: str = "off", mutation: str = "off", *, model: object | None = None,
@@ -26,14 +27,9 @@ def default_verifiers(repeats: int = 2, red_team: str = "off", mutation: str = "
     verifier likewise by `mutation` (every near-miss solution, or a sample of N). `model` and `learn_rubric` go to
     the red team's agent exploits (see `RedTeamVerifier`); `mutant_writer` adds model-written near misses to the
     mutation verifier's; `probes` False leaves out the red team's false-fail probes."""
-    on, sample = parse_red_team(red_team)
-    verifiers: list[TrialVerifier] = [OracleVerifier(repeats=repeats), InvalidTestVerifier()]
-    if on:
-        verifiers.append(RedTeamVerifier(sample=sample, model=model, learn_rubric=learn_rubric, probes=probes))
-    on, sample = parse_mutation(mutation)
-    if on:
-        verifiers.append(MutationVerifier(sample=sample, writer=mutant_writer, written=written))
-    return verifiers
+    config = VerificationConfig(repeats=repeats, red_team=red_team, mutation=mutation, learn_rubric=learn_rubric,
+                                model_mutants=written, probes=probes)
+    return config.verifiers(model=model, mutant_writer=mutant_writer)
 
 
 def _check_unchanged(before: dict[Path, str]) -> None:
@@ -79,21 +75,23 @@ async def verify_tasks(
     unmet = {i: u for i, (_, task_dir) in enumerate(tasks) if (u := unmet_on_host(task_dir)) is not None}
     # Model-written mutants are asked for first: their trials are planned with the others.
     await asyncio.gather(*(v.prepare(task_dir) for i, (_, task_dir) in enumerate(tasks) if i not in unmet
-                           for v in verifiers if isinstance(v, MutationVerifier)))
-    mutation = [v for v in verifiers if isinstance(v, MutationVerifier)]
+                           for v in verifiers if isinstance(v, TaskPreparer)))
+    comparing = [v for v in verifiers if isinstance(v, ComparesReference)]
+    # The verifiers whose trials run the reference solution (the oracle): what a comparing verifier reads.
+    reference = {v.name for v in verifiers if (s := spec_of(v.name)) is not None and s.reference}
     plan: list[tuple[int, str, TrialSpec]] = []  # (task index, verifier name, spec)
     for i, (name, task_dir) in enumerate(tasks):
         if i in unmet:
             continue
         for v in verifiers:
             for spec in v.trial_specs(task_dir, env, trials_dir / name):
-                if mutation and v.name == "oracle":  # the full solution's end state: what a near miss is compared with
+                if comparing and v.name in reference:  # the full solution's end state, to compare near misses with
                     spec = spec.model_copy(update={"fingerprint": True})
                 plan.append((i, v.name, spec))
 
-    def done(_k: int, outcome: TrialOutcome) -> None:
+    def done(k: int, outcome: TrialOutcome) -> None:
         if on_trial_done is not None:
-            on_trial_done(outcome)
+            on_trial_done(outcome.model_copy(update={"subject": plan[k][2].subject}))
 
     from envevo.runtime import run_trials  # imports Harbor: only when trials really run
 
@@ -108,6 +106,8 @@ async def verify_tasks(
     outcomes, *_ = await asyncio.gather(
         run_trials([spec for _, _, spec in plan], concurrency=concurrency, retries=retries, on_done=done, gate=gate),
         *attacks)
+    # What each trial tried (an exploit, a mutant) is its spec's, whatever the engine kept of it.
+    outcomes = [o.model_copy(update={"subject": spec.subject}) for (_, _, spec), o in zip(plan, outcomes, strict=True)]
     _check_unchanged(before)
 
     verdicts = []
@@ -117,8 +117,8 @@ async def verify_tasks(
             verdicts.append(Verdict(task=name, task_dir=task_dir, ok=False, reports=skipped, unmet=unmet[i], strict=strict))
             continue
         reports = {}
-        for m in mutation:
-            m.reference(task_dir, [o for (ti, vn, _), o in zip(plan, outcomes, strict=True) if ti == i and vn == "oracle"])
+        for c in comparing:
+            c.reference(task_dir, [o for (ti, vn, _), o in zip(plan, outcomes, strict=True) if ti == i and vn in reference])
         for v in verifiers:
             runs = [o for (ti, vn, _), o in zip(plan, outcomes, strict=True) if ti == i and vn == v.name]
             # A verifier that also reads the task's files (the red team's static exploits) judges with its dir.

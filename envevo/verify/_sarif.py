@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from envevo import __version__
-from envevo.verify._audit import _report, mutant_kind
+from envevo.verify._audit import part_report
+from envevo.verify._plugins import TESTS_FILES, VerifierSpec, registered
 from envevo.verify._verdict import FindingKind
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-_VERIFIERS = ("oracle", "invalid_test", "red_team", "mutation")
 _LEVEL = {FindingKind.BROKE: "error", FindingKind.FAILED: "error", FindingKind.INCONCLUSIVE: "warning"}
-_TESTS = ("tests/test.sh", "run-tests.sh", "tests/test_outputs.py", "tests")
+_TESTS = TESTS_FILES
 _IMAGE = ("environment/Dockerfile", "Dockerfile", "environment/docker-compose.yaml", "environment")
 
 
@@ -45,16 +45,14 @@ def _uri(task_dir: Path | None, rel: str, task: str) -> str:
         return path.as_uri()
 
 
-def _rule(verifier: str, exploit: str | None) -> str:
-    if exploit is None:
-        return verifier
-    return f"{verifier}/{mutant_kind(exploit) if verifier == 'mutation' else exploit}"
+def _rule(spec: VerifierSpec, subject: str | None) -> str:
+    return spec.name if subject is None else f"{spec.name}/{spec.subject_class(subject)}"
 
 
-def _file_for(verifier: str, exploit: str | None) -> tuple[str, ...]:
-    if verifier == "oracle":
-        return ("solution/solve.sh", "solution.sh", "solution")
-    if exploit in ("peeking", "shared_compose"):
+def _file_for(spec: VerifierSpec, subject: str | None) -> tuple[str, ...]:
+    if subject is None:
+        return spec.blames
+    if subject in ("peeking", "shared_compose"):
         return _IMAGE
     return _TESTS
 
@@ -71,18 +69,18 @@ def sarif_results(rec: dict) -> list[dict[str, Any]]:
                     "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri}}}],
                     "properties": {"task": rec["task"], "hash": rec.get("hash"), "status": rec.get("status")}})
 
-    for name in _VERIFIERS:
-        part = verdict.get(name)
+    for spec in registered():
+        part = verdict.get(spec.name)
         if not part:
             continue
-        for f in _report(name, part).facts():
+        for f in part_report(spec.name, part).findings:
             if f.kind is FindingKind.SKIPPED:
                 continue
-            result(_rule(name, f.exploit), _LEVEL.get(f.kind, "warning"),
-                   f"{f.kind.value}: {f.evidence or '(no evidence line)'}", _file_for(name, f.exploit))
-        false_fail = ((part.get("metrics") or {}).get("false_fail") or {}) if name == "red_team" else {}
+            result(_rule(spec, f.exploit), _LEVEL.get(f.kind, "warning"),
+                   f"{f.kind.value}: {f.evidence or '(no evidence line)'}", _file_for(spec, f.exploit))
+        false_fail = (part.get("metrics") or {}).get("false_fail") or {}  # the red team's probes
         for probe in false_fail.get("rejected_by") or []:
-            result(f"{name}/{probe}", "warning", f"false fail: the tests reject the reference answer written "
+            result(f"{spec.name}/{probe}", "warning", f"false fail: the tests reject the reference answer written "
                    f"differently ({probe}); a warning, not a hack", _TESTS)
     if rec.get("status") not in ("ok", None) and not out:  # a weak or failed task whose verifiers gave no finding
         result(str(rec["status"]), "error" if rec["status"] == "fail" else "warning", f"status {rec['status']}", _TESTS)

@@ -74,15 +74,14 @@ def collapse_unbuilt(reports: dict[str, VerifierReport]) -> dict[str, VerifierRe
             out[name] = rep
             continue
         # Findings that needed no trial (a static exploit's) stay; the per-trial build errors go.
-        kept = [(r, f) for r, f in rep.stated() if f.error_kind is not ErrorKind.ENVIRONMENT_BUILD_FAILURE
+        kept = [f for r, f in rep.stated() if f.error_kind is not ErrorKind.ENVIRONMENT_BUILD_FAILURE
                 and not _POLICY_REFUSED.search(r)]
-        said = [(head, trial_finding(name, FindingKind.INCONCLUSIVE if limit else FindingKind.FAILED, runs[0], head))]
+        said = [trial_finding(name, FindingKind.INCONCLUSIVE if limit else FindingKind.FAILED, runs[0], head, text=head)]
         stated = (said if name == first else []) + kept
         out[name] = rep.model_copy(update={
             "passed": False,
             "inconclusive": limit is not None and not kept,
-            "reasons": [r for r, _ in stated],
-            "findings": [f for _, f in stated] + [f for f in rep.findings if f.kind is FindingKind.SKIPPED],
+            "findings": stated + [f for f in rep.findings if f.kind is FindingKind.SKIPPED],
             "notes": rep.notes + ([] if name == first else [f"not run: the environment does not build (see {first})"]),
         })
     return out

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from envevo.runtime import ErrorKind, TrialOutcome, TrialSpec, cert_failure_line
+from envevo.runtime import NOP_AGENT, ORACLE_AGENT, ErrorKind, TrialOutcome, TrialSpec, cert_failure_line
 from envevo.verify._evidence import (
     EvidenceKind,
     TrialLogs,
@@ -22,7 +22,11 @@ from envevo.verify._evidence import (
     read_trial_logs,
 )
 from envevo.verify._feedback import run_digest, solution_run
-from envevo.verify._verdict import Finding, FindingKind, VerifierReport, trial_finding
+from envevo.verify._plugins import INVALID_TEST, ORACLE
+from envevo.verify._verdict import Finding, FindingKind, VerifierReport, finding, trial_finding
+
+if TYPE_CHECKING:
+    from envevo.verify._config import VerificationConfig
 
 
 class TrialVerifier(Protocol):
@@ -50,17 +54,30 @@ class TaskAttacker(Protocol):
     async def attack_task(self, task_dir: Path, env: str, trials_dir: Path, gate: asyncio.Semaphore) -> None: ...
 
 
-def _found(source: str, kind: FindingKind, o: TrialOutcome, reason: str) -> tuple[Finding, str]:
-    """A finding of the trial `o` and the reason that says it (its first line is the evidence)."""
-    return trial_finding(source, kind, o, reason), reason
+@runtime_checkable
+class TaskPreparer(Protocol):
+    """Asks for something of its own before any trial is planned (the model-written near misses)."""
+
+    async def prepare(self, task_dir: Path) -> None: ...
 
 
-def _report(name: str, runs: list[TrialOutcome], failed: list[tuple[Finding, str]],
-            unknown: list[tuple[Finding, str]]) -> VerifierReport:
+@runtime_checkable
+class ComparesReference(Protocol):
+    """Compares its trials with the reference solution's (the mutation verifier's end states): the trials of the
+    verifiers whose spec has `reference` run fingerprinted, and are handed to it before it judges."""
+
+    def reference(self, task_dir: Path, runs: list[TrialOutcome]) -> None: ...
+
+
+def _found(source: str, kind: FindingKind, o: TrialOutcome, reason: str) -> Finding:
+    """A finding of the trial `o`, said by `reason` (its first line is the evidence)."""
+    return trial_finding(source, kind, o, reason, text=reason)
+
+
+def _report(name: str, runs: list[TrialOutcome], failed: list[Finding], unknown: list[Finding]) -> VerifierReport:
     """Failed beats inconclusive: a report is inconclusive only when nothing failed outright."""
-    found = failed + unknown
-    return VerifierReport(name=name, passed=not found, inconclusive=bool(unknown) and not failed,
-                          reasons=[text for _, text in found], runs=runs, findings=[f for f, _ in found])
+    return VerifierReport(name=name, passed=not (failed or unknown), inconclusive=bool(unknown) and not failed,
+                          runs=runs, findings=failed + unknown)
 
 
 def _where(o: TrialOutcome) -> str:
@@ -121,7 +138,11 @@ def explain_low_score(o: TrialOutcome, logs: TrialLogs | None = None) -> str:
 class OracleVerifier:
     """The reference solution reaches reward 1.0 on every one of `repeats` runs (repeats catch flaky tests)."""
 
-    name = "oracle"
+    name = ORACLE
+
+    @classmethod
+    def from_config(cls, config: VerificationConfig, **_: object) -> OracleVerifier:
+        return cls(repeats=config.repeats)
 
     def __init__(self, repeats: int = 2):
         if repeats < 1:
@@ -129,11 +150,11 @@ class OracleVerifier:
         self.repeats = repeats
 
     def trial_specs(self, task_dir: Path, env: str, trials_dir: Path) -> list[TrialSpec]:
-        return [TrialSpec(task_dir=task_dir, agent="oracle", env=env, trials_dir=trials_dir) for _ in range(self.repeats)]
+        return [TrialSpec(task_dir=task_dir, agent=ORACLE_AGENT, env=env, trials_dir=trials_dir) for _ in range(self.repeats)]
 
     def judge(self, runs: list[TrialOutcome]) -> VerifierReport:
-        failed: list[tuple[Finding, str]] = []
-        unknown: list[tuple[Finding, str]] = []  # the tests never ran, so the low score says nothing about the solution
+        failed: list[Finding] = []
+        unknown: list[Finding] = []  # the tests never ran, so the low score says nothing about the solution
         for i, o in enumerate(runs, 1):
             run = f"run {i}/{len(runs)}"
             if o.error_kind is not ErrorKind.OK and o.error_kind is not ErrorKind.REWARD_MISSING:
@@ -156,7 +177,7 @@ class OracleVerifier:
         passes = sum(o.passed for o in runs)
         if failed and 0 < passes < len(runs):
             flaky = f"flaky: passed {passes} of {len(runs)} runs"
-            failed.insert(0, (Finding(source=self.name, kind=FindingKind.FAILED, evidence=flaky), flaky))
+            failed.insert(0, finding(self.name, flaky))
         return _report(self.name, runs, failed, unknown)
 
 
@@ -178,20 +199,24 @@ class InvalidTestVerifier:
       wrote it after they ran. Without such a file there is no evidence, and the verdict is inconclusive.
     """
 
-    name = "invalid_test"
+    name = INVALID_TEST
+
+    @classmethod
+    def from_config(cls, config: VerificationConfig, **_: object) -> InvalidTestVerifier:
+        return cls()
 
     def trial_specs(self, task_dir: Path, env: str, trials_dir: Path) -> list[TrialSpec]:
-        return [TrialSpec(task_dir=task_dir, agent="nop", env=env, trials_dir=trials_dir)]
+        return [TrialSpec(task_dir=task_dir, agent=NOP_AGENT, env=env, trials_dir=trials_dir)]
 
     def judge(self, runs: list[TrialOutcome]) -> VerifierReport:
-        failed: list[tuple[Finding, str]] = []
-        unknown: list[tuple[Finding, str]] = []
+        failed: list[Finding] = []
+        unknown: list[Finding] = []
         for o in runs:
             if found := self._judge_run(o):
-                (unknown if found[0].kind is FindingKind.INCONCLUSIVE else failed).append(found)
+                (unknown if found.kind is FindingKind.INCONCLUSIVE else failed).append(found)
         return _report(self.name, runs, failed, unknown)
 
-    def _judge_run(self, o: TrialOutcome) -> tuple[Finding, str] | None:
+    def _judge_run(self, o: TrialOutcome) -> Finding | None:
         """What one run of the empty solution shows; None when the tests ran and failed it, as they should."""
         logs = read_trial_logs(o.trial_dir)
         evidence = assess_test_log(logs.test_stdout, logs.ctrf)

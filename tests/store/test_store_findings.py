@@ -67,11 +67,14 @@ def test_a_report_with_findings_round_trips(store: LineageStore, tmp_path: Path)
                                                                                 ("output_guessing", "inconclusive")]
 
 
-def test_a_report_without_findings_stores_none(store: LineageStore) -> None:
+def test_a_report_made_of_reasons_only_stores_them_as_findings(store: LineageStore) -> None:
+    """Findings are a report's one source: a report given in words only (an older row's shape) holds them as plain
+    failures, each with its words, and stores both."""
     cid = _candidate(store)
     store.add_verifier_report(cid, VerifierReport(name="rubric", passed=False, reasons=["instruction too vague"]))
     (v,) = store.verifications(cid)
-    assert v.findings == [] and v.reasons == ["instruction too vague"]
+    assert v.reasons == ["instruction too vague"]
+    assert [(f.kind, f.text) for f in v.findings] == [(FindingKind.FAILED, "instruction too vague")]
 
 
 def test_a_store_from_before_findings_opens_and_reads_none(tmp_path: Path) -> None:

@@ -219,8 +219,9 @@ def test_an_equivalent_verdict_is_reused_only_beside_the_same_full_solution(tmp_
 
 
 def test_progress_lines_name_the_verifier_and_the_near_miss(tmp_path):
-    def outcome(name, agent="oracle", reward=0.0):
-        return TrialOutcome(task="t", agent=agent, reward=reward, trial_dir=tmp_path / name)
+    def outcome(name, agent="oracle", reward=0.0):  # what a trial tried is its spec's subject (the runtime copies it)
+        subject = name.split("__")[1].split("-", 1)[1] if name.count("__") == 2 else None
+        return TrialOutcome(task="t", agent=agent, reward=reward, trial_dir=tmp_path / name, subject=subject)
 
     (tmp_path / "t__mut-prefix-2of4__ab12" / "verifier").mkdir(parents=True)
     (tmp_path / "t__mut-prefix-2of4__ab12" / "verifier" / "test-stdout.txt").write_text("FAIL\n")

@@ -231,3 +231,42 @@ def test_evidence_kinds_compare_and_serialize_as_their_old_strings():
     ev = assess_test_log("=== 1 failed, 2 passed in 0.31s ===\n")
     assert ev.kind is EvidenceKind.FAILED and ev.kind == "failed" and json.dumps(ev.kind) == '"failed"'
     assert assess_test_log("").kind == "none" and not assess_test_log("")
+
+
+def test_a_report_stored_by_the_previous_version_reads_the_same():
+    """The previous version stored reasons and findings side by side, the findings without their words (SQLite rows,
+    audit.jsonl, run buffers): such a row reads back with the same reasons, each now its finding's text, and the
+    same typed findings; dumped and read again, it stays so."""
+    row = {"name": "red_team", "passed": False, "inconclusive": False, "reasons": RED_REASONS[:2],
+           "notes": ["llm_hacker: skipped: no model configured"],
+           "findings": [{"source": "red_team", "kind": "broke", "exploit": "runner_hijack", "evidence": "reward 1.0"},
+                        {"source": "red_team", "kind": "broke", "exploit": "peeking", "evidence": "found"},
+                        {"source": "red_team", "kind": "skipped", "exploit": "llm_hacker", "evidence": "no model"}]}
+    rep = VerifierReport.model_validate(row)
+    assert rep.reasons == RED_REASONS[:2] and broken_by(rep) == ["runner_hijack", "peeking"]
+    assert [f.text for f in rep.findings[:2]] == RED_REASONS[:2] and rep.findings[2].kind is FindingKind.SKIPPED
+    assert [f.evidence for f in rep.findings] == ["reward 1.0", "found", "no model"]
+    again = VerifierReport.model_validate(json.loads(rep.model_dump_json()))
+    assert again == rep and again.reasons == RED_REASONS[:2]
+    # A summary part of the previous version's audit.jsonl gives the same classes.
+    assert failure_classes({"red_team": row}) == ["exploit:runner_hijack", "exploit:peeking"]
+
+
+def test_the_reasons_are_rendered_from_the_findings(tmp_path):
+    rep = _red_team_report(tmp_path)
+    assert rep.reasons == [f.text for f in rep.findings if f.kind is not FindingKind.SKIPPED]
+    dumped = json.loads(rep.model_dump_json())
+    assert dumped["reasons"] == rep.reasons  # stored beside the findings, for readers of the rows
+    edited = rep.model_copy(update={"findings": rep.findings[1:]})
+    assert edited.reasons == rep.reasons[1:]  # one source: no list to keep in step
+
+
+def test_the_judge_that_could_not_judge_is_inconclusive():
+    from types import SimpleNamespace
+
+    from envevo.evolve.engines.llm._judge import RubricJudge
+
+    rep = RubricJudge._not_judged(SimpleNamespace(name="rubric"), "the lineage's budget is spent")  # type: ignore[arg-type]
+    assert rep.inconclusive and not rep.passed and rep.findings[0].kind is FindingKind.INCONCLUSIVE
+    verdict = Verdict(task="t", task_dir=HACKABLE, ok=False, reports={"rubric": rep})
+    assert verdict.status == "inconclusive" and verdict.reasons == ["rubric: not judged: the lineage's budget is spent"]

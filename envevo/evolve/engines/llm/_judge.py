@@ -35,7 +35,7 @@ from envevo.llm import (
     score,
 )
 from envevo.task import Task, diff_tasks
-from envevo.verify import VerifierReport
+from envevo.verify import FindingKind, VerifierReport, finding
 
 #: Who a candidate belongs to, by content hash: (lineage, generation), for usage attribution and budgets.
 Attribution = Callable[[str], tuple[str | None, int | None]]
@@ -101,7 +101,7 @@ class RubricJudge:
         lineage, generation = self.attribution(key)
         over = self.runtime.meter.over_budget(lineage)
         if over is not None:  # the next engine call stops the lineage; do not fail the whole verification here
-            return VerifierReport(name=self.name, passed=False, reasons=[f"not judged: {over}"])
+            return self._not_judged(str(over))
         ev = self.lineage(key)
         try:
             excused: dict[str, str] = {}
@@ -112,9 +112,10 @@ class RubricJudge:
             rubric = self.rubric if ev is not None else self.rubric.for_seed()
             out = await self._judge(task, rubric, ev, excused, lineage, generation)
         except RoleFailed as e:
-            return VerifierReport(name=self.name, passed=False, reasons=[f"the judge gave no usable verdict: {e.reason}"])
+            return VerifierReport(name=self.name, passed=False,
+                                  findings=[finding(self.name, f"the judge gave no usable verdict: {e.reason}")])
         except BudgetExceeded as e:  # crossed the cap mid-call: reject; the engine's next call ends the lineage
-            return VerifierReport(name=self.name, passed=False, reasons=[f"not judged: {e}"])
+            return self._not_judged(str(e))
         self._failed[key] = {j.name: j.reason for j in out.criteria if j.verdict == "fail"}
         accepted, share = score(rubric, out.criteria, excused=excused)
         critical = {c.name for c in rubric.criteria if c.required}
@@ -128,7 +129,13 @@ class RubricJudge:
             return VerifierReport(name=self.name, passed=True, notes=notes)
         below = share < rubric.threshold - 1e-9
         return VerifierReport(name=self.name, passed=False, notes=notes,
-                              reasons=[*reasons, tally + (": below the threshold" if below else "")])
+                              findings=[finding(self.name, r) for r in
+                                        [*reasons, tally + (": below the threshold" if below else "")]])
+
+    def _not_judged(self, why: str) -> VerifierReport:
+        """No verdict (the budget ran out): inconclusive, neither a pass nor a failing of the task."""
+        return VerifierReport(name=self.name, passed=False, inconclusive=True,
+                              findings=[finding(self.name, f"not judged: {why}", FindingKind.INCONCLUSIVE)])
 
     async def _failures(self, parent: Task, lineage: str | None, generation: int | None) -> dict[str, str]:
         """The criteria the parent failed: from this judge's own verdict on it, or judged now (a resumed run)."""

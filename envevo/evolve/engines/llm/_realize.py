@@ -16,7 +16,7 @@ from envevo.evolve.engines.llm._judge import Evolution, Lineage
 from envevo.llm import BudgetExceeded, RoleFailed
 from envevo.task import Task
 from envevo.trace import Trace, check_direction, check_effort, edit_spans
-from envevo.verify import VerifierReport
+from envevo.verify import VerifierReport, finding
 
 #: Re-extracts ξ of a candidate, preferring the wording of ξ′; raises RoleFailed when no usable ξ comes back.
 Reextract = Callable[[Task, Evolution], Awaitable[Trace]]
@@ -65,7 +65,9 @@ class RealizesPlan:
         try:
             realized = await self.reextract(task, ev)
         except (RoleFailed, BudgetExceeded) as e:
-            return VerifierReport(name=self.name, passed=False, reasons=[f"ξ could not be re-extracted from the candidate: {e}"])
+            return VerifierReport(name=self.name, passed=False,
+                                  findings=[finding(self.name, f"ξ could not be re-extracted from the candidate: {e}")])
         problems = realization_problems(ev, realized)
         notes = [] if problems else [f"ξ re-extracted: {m}" for m in mismatch(ev.proposal.after, realized)]
-        return VerifierReport(name=self.name, passed=not problems, reasons=problems, notes=notes)
+        return VerifierReport(name=self.name, passed=not problems, notes=notes,
+                              findings=[finding(self.name, p) for p in problems])
