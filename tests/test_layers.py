@@ -41,6 +41,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("analysis",),
     ("report",),
     ("schedule",),
+    ("api",),
     ("cli",),
 ]
 FLOOR = {pkg: i for i, names in enumerate(FLOORS) for pkg in names}

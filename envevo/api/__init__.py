@@ -1,0 +1,46 @@
+"""envevo as a library: one entry point per thing the CLI does, each over composed config models whose defaults are
+the CLI's (the commands read their option defaults from these models), each async (await it, or `asyncio.run` it
+once), each returning a typed result. The CLI builds a config, calls one of these, and prints.
+
+    from envevo import api
+    result = asyncio.run(api.verify([Path("tasks/my-task")], api.CheckConfig()))
+"""
+
+from envevo.api._config import CheckConfig, ModelConfig, SandboxConfig, ScaleConfig, VerificationConfig
+from envevo.api._host import (
+    Notify,
+    Progress,
+    budget_stop,
+    model_usage,
+    no_progress,
+    prepare_host,
+    project_file,
+    quiet,
+    verdicts_exit_code,
+    verification_model,
+    verifiers_for,
+)
+from envevo.api._verify import Refusal, VerifyResult, refusal, verify
+
+__all__ = [
+    "CheckConfig",
+    "ModelConfig",
+    "Notify",
+    "Progress",
+    "Refusal",
+    "SandboxConfig",
+    "ScaleConfig",
+    "VerificationConfig",
+    "VerifyResult",
+    "budget_stop",
+    "model_usage",
+    "no_progress",
+    "prepare_host",
+    "project_file",
+    "quiet",
+    "refusal",
+    "verdicts_exit_code",
+    "verification_model",
+    "verifiers_for",
+    "verify",
+]
