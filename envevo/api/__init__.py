@@ -6,6 +6,7 @@ once), each returning a typed result. The CLI builds a config, calls one of thes
     result = asyncio.run(api.verify([Path("tasks/my-task")], api.CheckConfig()))
 """
 
+from envevo.api._audit import AuditResult, audit, harden_preview
 from envevo.api._config import CheckConfig, ModelConfig, SandboxConfig, ScaleConfig, VerificationConfig
 from envevo.api._host import (
     Notify,
@@ -23,6 +24,9 @@ from envevo.api._host import (
 from envevo.api._verify import Refusal, VerifyResult, refusal, verify
 
 __all__ = [
+    "AuditResult",
+    "audit",
+    "harden_preview",
     "CheckConfig",
     "ModelConfig",
     "Notify",

@@ -90,7 +90,7 @@ def test_a_missing_path_is_said_before_any_work(tmp_path, monkeypatch) -> None:
 
 
 def test_audit_refuses_a_task_with_its_line_and_audits_the_others(folder, tmp_path, fake_sandbox, monkeypatch) -> None:
-    monkeypatch.setattr("envevo.cli.audit_cmd.preflight", lambda env: None)
+    monkeypatch.setattr("envevo.sandbox.preflight", lambda env, notify=None: None)
     for name in ("good-a", "good-b"):  # the audit keeps one task per content: make each its own
         (folder / name / "instruction.md").write_text(f"{name}: " + (folder / name / "instruction.md").read_text())
     args = ["audit", str(folder), "--out", str(tmp_path / "audit"), "--red-team", "off", "--mutation", "off",
