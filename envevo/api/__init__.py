@@ -8,6 +8,7 @@ once), each returning a typed result. The CLI builds a config, calls one of thes
 
 from envevo.api._audit import AuditResult, audit, harden_preview
 from envevo.api._config import CheckConfig, ModelConfig, SandboxConfig, ScaleConfig, VerificationConfig
+from envevo.api._evolve import EvolveResult, EvolveRun, LineageSummary, evolve
 from envevo.api._host import (
     Notify,
     Progress,
@@ -28,6 +29,10 @@ __all__ = [
     "audit",
     "harden_preview",
     "CheckConfig",
+    "EvolveResult",
+    "EvolveRun",
+    "LineageSummary",
+    "evolve",
     "ModelConfig",
     "Notify",
     "Progress",

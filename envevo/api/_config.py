@@ -38,8 +38,15 @@ class ModelConfig(BaseModel):
     model: str | None = Field(None, description="PROVIDER:NAME (docs/llm.md)")
     base_url: str | None = Field(None, description="an OpenAI-compatible endpoint")
     api_key_env: str | None = Field(None, description="the environment variable holding the API key")
-    max_tokens: int | None = Field(None, ge=1, description="tokens the command's model calls may spend in all")
+    max_tokens: int | None = Field(None, ge=1, description="tokens the command's model calls may spend in all (per "
+                                                          "lineage for `evolve`)")
     project: Path | None = Field(None, description="the project's settings file, envevo.toml")
+    # An engine's own models (`evolve --engine llm`): per-role models, cost caps and prices, recording and replay.
+    role_models: tuple[str, ...] = Field((), description="ROLE=PROVIDER:NAME per role")
+    max_cost: float | None = Field(None, description="USD per lineage (`evolve`)")
+    prices: tuple[str, ...] = Field((), description="PROVIDER:NAME=IN,OUT: USD per million tokens")
+    record: Path | None = Field(None, description="save every model exchange to this folder")
+    replay: Path | None = Field(None, description="answer every model request from this recording")
 
 
 class ScaleConfig(BaseModel):

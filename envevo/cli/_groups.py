@@ -14,8 +14,9 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import typer
 from pydantic import BaseModel, ValidationError
 
 from envevo.api import CheckConfig, ModelConfig, SandboxConfig, ScaleConfig, VerificationConfig
@@ -76,6 +77,37 @@ class ModelOptions:
     def config(self, project: Path | None) -> ModelConfig:
         return built(ModelConfig, model=self.model, base_url=self.base_url, api_key_env=self.api_key_env,
                      max_tokens=self.max_tokens, project=project)
+
+
+EngineMaxTokens = Annotated[int | None, typer.Option("--max-tokens", rich_help_panel=o.LLM, help="Tokens per lineage, "
+                                                   "same behaviour. The calls outside lineages (the seeds' extraction "
+                                                   "and attacks) are one more budget under the same caps.")]
+
+
+@dataclass
+class EngineModelOptions:
+    """An engine's models (`evolve`): --model, --base-url, --api-key-env, --role-model, --price, --record, --replay,
+    the per-lineage caps --max-cost and --max-tokens, and the judge's extra --rubric files."""
+
+    model: o.Model = _M.model
+    base_url: o.BaseUrl = _M.base_url
+    api_key_env: o.ApiKeyEnv = _M.api_key_env
+    role_model: o.RoleModel = field(default_factory=list)
+    max_cost: Annotated[float | None, typer.Option("--max-cost", rich_help_panel=o.LLM, help="USD per lineage; "
+                                                   "reaching it ends the lineage as budget_exhausted (resumable).")
+                        ] = _M.max_cost
+    max_tokens: EngineMaxTokens = _M.max_tokens
+    rubric: Annotated[list[Path], typer.Option("--rubric", rich_help_panel=o.LLM,
+                                               help="An extra rubric TOML for the judge; repeatable.")
+                      ] = field(default_factory=list)
+    price: o.PriceOption = field(default_factory=list)
+    record: o.RecordDir = _M.record
+    replay: o.ReplayDir = _M.replay
+
+    def config(self, project: Path | None) -> ModelConfig:
+        return built(ModelConfig, model=self.model, base_url=self.base_url, api_key_env=self.api_key_env,
+                     role_models=tuple(self.role_model), max_cost=self.max_cost, max_tokens=self.max_tokens,
+                     prices=tuple(self.price), record=self.record, replay=self.replay, project=project)
 
 
 @dataclass

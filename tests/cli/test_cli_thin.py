@@ -15,7 +15,6 @@ MAX_LINES = 60
 NOT_YET_THIN: dict[str, int] = {
     "difficulty_cmd.py:difficulty": 85,
     "doctor_cmd.py:doctor": 61,
-    "evolve_cmd.py:evolve": 226,
     "export_cmd.py:export": 67,
     "harden_cmd.py:harden": 65,
     "lineage_cmd.py:show": 70,
