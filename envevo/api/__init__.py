@@ -22,9 +22,14 @@ from envevo.api._host import (
     verification_model,
     verifiers_for,
 )
+from envevo.api._rollout import DEFAULT_OUTPUT_CAP, RolloutConfig, RolloutResult, rollout
 from envevo.api._verify import Refusal, VerifyResult, refusal, verify
 
 __all__ = [
+    "DEFAULT_OUTPUT_CAP",
+    "RolloutConfig",
+    "RolloutResult",
+    "rollout",
     "AuditResult",
     "audit",
     "harden_preview",

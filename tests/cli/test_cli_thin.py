@@ -18,7 +18,6 @@ NOT_YET_THIN: dict[str, int] = {
     "export_cmd.py:export": 67,
     "harden_cmd.py:harden": 65,
     "lineage_cmd.py:show": 70,
-    "rollout_cmd.py:rollout": 96,
     "schedule_cmd.py:simulate": 61,
     "seeds_cmd.py:select": 91,
 }
