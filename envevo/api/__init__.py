@@ -23,9 +23,12 @@ from envevo.api._host import (
     verifiers_for,
 )
 from envevo.api._rollout import DEFAULT_OUTPUT_CAP, RolloutConfig, RolloutResult, rollout
+from envevo.api._seeds import SeedSelection, select_seeds
 from envevo.api._verify import Refusal, VerifyResult, refusal, verify
 
 __all__ = [
+    "SeedSelection",
+    "select_seeds",
     "DEFAULT_OUTPUT_CAP",
     "RolloutConfig",
     "RolloutResult",

@@ -19,7 +19,6 @@ NOT_YET_THIN: dict[str, int] = {
     "harden_cmd.py:harden": 65,
     "lineage_cmd.py:show": 70,
     "schedule_cmd.py:simulate": 61,
-    "seeds_cmd.py:select": 91,
 }
 
 
