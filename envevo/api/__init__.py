@@ -9,6 +9,7 @@ once), each returning a typed result. The CLI builds a config, calls one of thes
 from envevo.api._audit import AuditResult, audit, harden_preview
 from envevo.api._config import CheckConfig, ModelConfig, SandboxConfig, ScaleConfig, VerificationConfig
 from envevo.api._evolve import EvolveResult, EvolveRun, LineageSummary, evolve
+from envevo.api._harden import HardenRun, harden
 from envevo.api._host import (
     Notify,
     Progress,
@@ -27,6 +28,8 @@ from envevo.api._seeds import SeedSelection, select_seeds
 from envevo.api._verify import Refusal, VerifyResult, refusal, verify
 
 __all__ = [
+    "HardenRun",
+    "harden",
     "SeedSelection",
     "select_seeds",
     "DEFAULT_OUTPUT_CAP",

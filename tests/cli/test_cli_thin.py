@@ -16,7 +16,6 @@ NOT_YET_THIN: dict[str, int] = {
     "difficulty_cmd.py:difficulty": 85,
     "doctor_cmd.py:doctor": 61,
     "export_cmd.py:export": 67,
-    "harden_cmd.py:harden": 65,
     "lineage_cmd.py:show": 70,
     "schedule_cmd.py:simulate": 61,
 }
