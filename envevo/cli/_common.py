@@ -100,16 +100,6 @@ def check_output_dir(path: Path, flag: str) -> None:
     check_output(path, flag, folder=True)
 
 
-def check_red_team(text: str) -> None:
-    """--red-team on, off or sample:N, checked before any work."""
-    from envevo.verify import parse_red_team
-
-    try:
-        parse_red_team(text)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-
-
 #: The release that drops the old spellings kept in 0.1 (two minor releases: scripts get one to move).
 REMOVED_IN = "0.3"
 
@@ -139,6 +129,10 @@ def pass_env(names: list[str], config: Path | None) -> None:
     if config is None and Path(DEFAULT_CONFIG_FILE).is_file():
         config = Path(DEFAULT_CONFIG_FILE)
     pass_host_env([*names, *pass_env_in_config(config)])
+
+
+#: The title of the usage table of a command whose verifiers called a model (`verify`, `audit`, `seeds select`).
+USAGE_TITLE = "LLM usage (the red team's hacker and the model's near misses)"
 
 
 def note(line: str) -> None:

@@ -22,6 +22,7 @@ from envevo.api import AuditResult, CheckConfig, harden_preview, refusal
 from envevo.cli import _options as o
 from envevo.cli._common import (
     STATUS,
+    USAGE_TITLE,
     check_output,
     err,
     note,
@@ -39,7 +40,6 @@ from envevo.cli._groups import (
     check_config,
     grouped,
 )
-from envevo.cli._verifier_model import USAGE_TITLE
 from envevo.cli.verify_cmd import REFUSED, print_refused
 from envevo.errors import UserError
 from envevo.verify import AUDIT_RESULTS as RESULTS

@@ -15,6 +15,7 @@ from envevo.api import SeedSelection
 from envevo.cli import _options as o
 from envevo.cli._common import (
     INTERRUPTED_NO_SANDBOX,
+    USAGE_TITLE,
     err,
     fmt,
     note,
@@ -33,7 +34,6 @@ from envevo.cli._groups import (
     check_config,
     grouped,
 )
-from envevo.cli._verifier_model import USAGE_TITLE
 from envevo.errors import UserError
 from envevo.rollout import parse_fraction, rollout_reasons  # noqa: F401 (tests and scripts import them from here)
 

@@ -15,6 +15,7 @@ from envevo.api import VerifyResult, refusal
 from envevo.cli import _options as o
 from envevo.cli._common import (
     STATUS,
+    USAGE_TITLE,
     check_output,
     err,
     note,
@@ -33,20 +34,8 @@ from envevo.cli._groups import (
     check_config,
     grouped,
 )
-from envevo.cli._verifier_model import USAGE_TITLE
-from envevo.errors import UserError
 
-__all__ = ["REFUSED", "check_mutation", "print_refused", "refusal", "verify"]
-
-
-def check_mutation(text: str) -> None:
-    """--mutation on, off or sample:N, checked before any work."""
-    from envevo.verify import parse_mutation
-
-    try:
-        parse_mutation(text)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
+__all__ = ["REFUSED", "print_refused", "refusal", "verify"]
 
 
 def mutation_mark(report) -> str:
