@@ -42,6 +42,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("report",),
     ("schedule",),
     ("trainers",),
+    ("api",),
     ("cli",),
 ]
 FLOOR = {pkg: i for i, names in enumerate(FLOORS) for pkg in names}

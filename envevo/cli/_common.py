@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from envevo.api import verdicts_exit_code  # noqa: F401 (the exit code of every verifying command, re-exported here)
 from envevo.errors import UserError
 
 out = Console()
@@ -33,17 +34,6 @@ def sub_app(help: str, **kwargs: Any):  # noqa: A002 (typer's own name)
 #: A verdict's status, and one verifier's mark: pass, FAIL, or inconclusive (no evidence either way).
 STATUS = {"ok": "[green]ok[/]", "fail": "[bold red]FAIL[/]", "inconclusive": "[yellow]inconclusive[/]",
           "weak": "[magenta]weak[/]"}
-def verdicts_exit_code(statuses) -> int:
-    """The exit code of a command that verified tasks: fail (1) over inconclusive (3) over weak (4) over ok (0)."""
-    from envevo.errors import ExitCode
-
-    seen = set(statuses)
-    for status, code in (("fail", ExitCode.FAIL), ("inconclusive", ExitCode.INCONCLUSIVE), ("weak", ExitCode.WEAK)):
-        if status in seen:
-            return int(code)
-    return int(ExitCode.OK) if seen <= {"ok"} else int(ExitCode.FAIL)
-
-
 def verifier_mark(report, strict: bool = False) -> str:
     """A verifier's cell: pass, or how it failed (a mutation report's survivors are weak unless judged strictly)."""
     if report.passed:
@@ -110,16 +100,6 @@ def check_output_dir(path: Path, flag: str) -> None:
     check_output(path, flag, folder=True)
 
 
-def check_red_team(text: str) -> None:
-    """--red-team on, off or sample:N, checked before any work."""
-    from envevo.verify import parse_red_team
-
-    try:
-        parse_red_team(text)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-
-
 #: The release that drops the old spellings kept in 0.1 (two minor releases: scripts get one to move).
 REMOVED_IN = "0.3"
 
@@ -149,6 +129,15 @@ def pass_env(names: list[str], config: Path | None) -> None:
     if config is None and Path(DEFAULT_CONFIG_FILE).is_file():
         config = Path(DEFAULT_CONFIG_FILE)
     pass_host_env([*names, *pass_env_in_config(config)])
+
+
+#: The title of the usage table of a command whose verifiers called a model (`verify`, `audit`, `seeds select`).
+USAGE_TITLE = "LLM usage (the red team's hacker and the model's near misses)"
+
+
+def note(line: str) -> None:
+    """A line of the library's (a note, a resume's change), as written: on stderr, no markup, no highlighting."""
+    err.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 def preflight(env: str) -> None:

@@ -87,9 +87,7 @@ def difficulty(
     old_model: Annotated[str | None, o.old_spelling("--model", "--by-model")] = None,
 ) -> None:
     """Model-free difficulty D_T = Σ [−log p_T(σ|g) − log p_T(κ|σ,g)] of tasks, or of every generation of a run."""
-    from envevo.analysis import run_rows, task_rows
     from envevo.llm import litellm_model, normalize_model
-    from envevo.task import expand_task_dirs
 
     agent = renamed(old_agent, agent, "difficulty --agent (whose rollouts)", "--by-agent")
     model = renamed(old_model, model, "difficulty --model (whose rollouts)", "--by-model")
@@ -103,6 +101,17 @@ def difficulty(
     if weakness or agent is not None or model is not None:
         return weakness_output(target, agent=agent, model=litellm_model(model) if model else None, estimator=p,
                                json_out=json_out, asked=weakness)
+    kind, rows, records = _rows(target, p, extract_model, base_url, json_out)
+    _print_rows(target, kind, rows, p, model_usage(records, p), json_out)
+
+
+def _rows(target: Path, p: ReferenceDistribution, extract_model: str | None, base_url: str | None,
+          json_out: bool) -> tuple[str, list[dict[str, Any]], list]:
+    """("run" or "tasks", D_T rows, the extraction's metered calls). A failed extraction (or Ctrl-C) spent tokens
+    all the same: they are shown before the error goes on."""
+    from envevo.analysis import run_rows, task_rows
+    from envevo.task import expand_task_dirs
+
     records: list = []  # the extraction's metered calls
     try:
         if is_run_dir(target):
@@ -119,7 +128,12 @@ def difficulty(
         elif spent:
             err.print(usage_table("LLM usage (the command failed; these tokens were spent)", spent))
         raise
-    usage = model_usage(records, p)
+    return kind, rows, records
+
+
+def _print_rows(target: Path, kind: str, rows: list[dict[str, Any]], p: ReferenceDistribution,
+                usage: list[dict[str, Any]], json_out: bool) -> None:
+    """D_T per task (or per version of a run) as --json's document, or as a table with the model's usage."""
     if json_out:
         info = {"estimator_info": p.describe()} if hasattr(p, "describe") else {}
         print_json({"kind": kind, "target": str(target.resolve()), "estimator": rows[0]["estimator"] if rows else p.name,

@@ -66,20 +66,25 @@ def doctor(
     if json_out:
         print_json({"ok": ok, "env": env, "checks": [c.model_dump(mode="json") for c in checks], "substitutions": subs})
     else:
-        table = Table(title=f"envevo doctor ({env})", show_lines=False)
-        for col in ("check", "status", "detail"):
-            table.add_column(col)
-        for c in checks:
-            table.add_row(c.name, f"[{_STYLE[c.status]}]{c.status.value}[/]", c.detail, style=None)
-        out.print(table, markup=True)
-        for task, lines in subs.items():
-            for line in lines:
-                out.print(f"{task}: {line}", markup=False, highlight=False)
-        for c in checks:
-            if c.status in (Status.FAIL, Status.WARN) and c.fix:
-                err.print(f"[bold red]{c.name}:[/] ", end="", highlight=False)
-                err.print(f"{c.detail} — fix: {c.fix}", markup=False, highlight=False)
+        _print_checks(checks, subs, env)
     raise typer.Exit(0 if ok else 1)
+
+
+def _print_checks(checks, subs: dict[str, list[str]], env: str) -> None:
+    """The checks as a table, each task's substitutions under it, and each failing check's fix on stderr."""
+    table = Table(title=f"envevo doctor ({env})", show_lines=False)
+    for col in ("check", "status", "detail"):
+        table.add_column(col)
+    for c in checks:
+        table.add_row(c.name, f"[{_STYLE[c.status]}]{c.status.value}[/]", c.detail, style=None)
+    out.print(table, markup=True)
+    for task, lines in subs.items():
+        for line in lines:
+            out.print(f"{task}: {line}", markup=False, highlight=False)
+    for c in checks:
+        if c.status in (Status.FAIL, Status.WARN) and c.fix:
+            err.print(f"[bold red]{c.name}:[/] ", end="", highlight=False)
+            err.print(f"{c.detail} — fix: {c.fix}", markup=False, highlight=False)
 
 
 def _prune(env: str, older_than: float | None, max_gb: float | None, standins: bool, json_out: bool) -> None:

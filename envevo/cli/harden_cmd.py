@@ -4,7 +4,6 @@ test-time downloads at build time), with the proof before and after."""
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -13,8 +12,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from envevo.cli import _options as o
-from envevo.cli._common import err, out, preflight, print_json, progress, user_errors
-from envevo.errors import ExitCode
+from envevo.cli._common import err, note, out, print_json, progress, user_errors
+from envevo.cli._groups import built
 from envevo.verify import MUTATION, RED_TEAM, label_of
 
 _STATUS = {"hardened": "[green]hardened[/]", "unchanged": "[green]unchanged[/]",
@@ -26,15 +25,6 @@ def _side(side) -> list[str]:
         return ["-", "-", "-"]
     verifies = {True: "yes", False: "no", None: "?"}[side.verifies]
     return [verifies, side.red_team, side.mutation]
-
-
-def _exit_code(results) -> int:
-    statuses = {r.status for r in results}
-    if "not hardened" in statuses:
-        return ExitCode.FAIL
-    if "inconclusive" in statuses:
-        return ExitCode.INCONCLUSIVE
-    return ExitCode.OK
 
 
 @user_errors(interrupted="interrupted: sandboxes were torn down and no half-written copy was left in --out; re-run "
@@ -51,7 +41,7 @@ def harden(
     concurrency: o.Concurrency = o.CONCURRENCY,
     mutation: o.Mutation = o.MUTATION,
     image_map: o.ImageMapOpt = [],  # noqa: B006 (typer copies list defaults)
-    config: o.ConfigFile = None,
+    config_file: o.ConfigFile = None,
     jobs_dir: Annotated[Path | None, typer.Option("--jobs-dir", help="Where trial logs go (default: "
                                                   "./jobs/harden-<time>).")] = None,
     json_out: o.Json = False,
@@ -65,45 +55,24 @@ def harden(
     oracle passes, nop fails, every red-team exploit scores 0, and the mutation score, before and after. A test that
     asks a running process (a served port, a daemon) cannot move: the task is reported hackable, with the evidence
     and the smallest rewrite. Exit 0: all hardened or unchanged; 1: some not hardened; 3: some inconclusive."""
-    from envevo.cli.verify_cmd import check_mutation
-    from envevo.harden import OutFolder, harden_task, out_name
-    from envevo.task import load_image_map, load_task_args
+    from envevo import api
 
-    check_mutation(mutation)
-    loaded = load_task_args(tasks)  # every task is validated before any container starts
-    names = [out_name(t) for t in loaded]
-    folder = OutFolder(out_dir, names, overwrite)
-    preflight(env)
-    mapping = load_image_map(image_map, config)
-    jobs = (jobs_dir or Path("jobs") / f"harden-{datetime.now():%Y%m%d-%H%M%S}").resolve()
-    jobs.mkdir(parents=True, exist_ok=True)
-    gate = asyncio.Semaphore(concurrency)
-    folder.start()  # the marker first, then after each task: a run cut short may be --overwrite-n
-
-    async def run_all(advance):
-        async def one(task, name):
-            r = await harden_task(task, folder.out, env=env, jobs_dir=jobs, repeats=repeats, mutation=mutation,
-                                  concurrency=concurrency, image_map=mapping, overwrite=True, gate=gate,
-                                  dest_name=name)
-            folder.add(r)
-            advance(f"{name}: {r.status}")
-            return r
-        return await asyncio.gather(*(one(t, n) for t, n in zip(loaded, names, strict=True)))
-
-    with progress(f"hardening {len(loaded)} task(s)", len(loaded)) as advance:
-        results = asyncio.run(run_all(advance))
-
+    config = api.CheckConfig(sandbox=built(api.SandboxConfig, env=env, concurrency=concurrency,
+                                           image_map=tuple(image_map), project=config_file),
+                             verification=built(api.VerificationConfig, repeats=repeats, mutation=mutation))
+    run = asyncio.run(api.harden(tasks, config, out_dir=out_dir, overwrite=overwrite, jobs_dir=jobs_dir, notify=note,
+                                 progress=progress))
     if json_out:
-        print_json([r.model_dump(mode="json", exclude=None if diff else {"diff"}) for r in results])
+        print_json([r.model_dump(mode="json", exclude=None if diff else {"diff"}) for r in run.results])
     else:
-        _print_table(results, env)
+        _print_table(run.results, env)
         if diff:
-            for r in results:
+            for r in run.results:
                 if r.diff:
                     out.rule(escape(r.task))
                     out.print(escape(r.diff), highlight=False)
-        err.print(f"trial logs: {jobs}")
-    raise typer.Exit(_exit_code(results))
+        err.print(f"trial logs: {run.jobs}")
+    raise typer.Exit(run.exit_code)
 
 
 def _print_table(results, env: str) -> None:

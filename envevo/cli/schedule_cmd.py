@@ -147,6 +147,11 @@ def simulate(
         data["files"] = files
         print_json(data)
         return
+    _print_simulation(result, files)
+
+
+def _print_simulation(result, files: dict[str, str]) -> None:
+    """The summary and paired tables, each scheduler's notes, the pool, and where the report was written."""
     out.print(_table(result))
     if result.paired:
         out.print(_paired_table(result))

@@ -47,12 +47,15 @@ def rollout_reasons(summary: RolloutSummary, max_pass: float, min_turns: float) 
 async def select_seeds(tasks: list[Path], rollouts_run: Path, out_dir: Path, *, max_pass: str = "4/8", min_turns: float = 30,
                  agent: str | None = None, verify: bool = True, env: str = DEFAULT_ENGINE, concurrency: int = 3,
                  red_team: str | None = None, mutation: str | None = None, model: LLMRuntime | None = None,
-                 model_mutants: int = 0, notify: Callable[[str], None] | None = None) -> dict[str, Any]:
+                 model_mutants: int = 0, notify: Callable[[str], None] | None = None,
+                 verifiers: list | None = None, runnable: Callable[[Path], Path] | None = None) -> dict[str, Any]:
     """Select seeds among `tasks` by the rollouts stored in `rollouts_run`; returns the selection.json document.
 
     `verify` checks the survivors with the verifiers `evolve` gates a seed with (red team and mutation default to
     evolve's), so a selected seed does not then end its lineage at the seed gate; `model` is the command's model, lent
-    to the red team's hacker and (`model_mutants` per task) to the writer of near misses. Async because verifying runs
+    to the red team's hacker and (`model_mutants` per task) to the writer of near misses. `verifiers` (built by the
+    caller from its verification config) replace those; `runnable` gives the dir a task's trials run from (a copy
+    with its base images rewritten). Async because verifying runs
     trials: the caller owns the one event loop of its command (Harbor keeps loop-bound locks)."""
     from envevo.store import LineageStore
 
@@ -77,11 +80,13 @@ async def select_seeds(tasks: list[Path], rollouts_run: Path, out_dir: Path, *, 
         from envevo.verify import mutation_strict, verify_tasks
 
         gate = EvolveConfig()
-        verifiers = verifiers_with_model(gate.repeats, red_team=red_team or gate.red_team,
-                                         mutation=mutation or gate.mutation, runtime=model, written=model_mutants)
+        if verifiers is None:
+            verifiers = verifiers_with_model(gate.repeats, red_team=red_team or gate.red_team,
+                                             mutation=mutation or gate.mutation, runtime=model, written=model_mutants)
         preflight(env, notify)
         jobs = (out_dir / "_verify").resolve()
-        verdicts = await verify_tasks([(r["task"].replace("/", "__"), Path(r["path"])) for r in survivors], jobs,
+        where = runnable or (lambda task_dir: task_dir)
+        verdicts = await verify_tasks([(r["task"].replace("/", "__"), where(Path(r["path"]))) for r in survivors], jobs,
                                       env=env, verifiers=verifiers, concurrency=concurrency,
                                       strict=mutation_strict(mutation or gate.mutation))
         for r, v in zip(survivors, verdicts, strict=True):  # a weak seed passes, as `evolve`'s seed gate accepts it

@@ -40,8 +40,8 @@ def seed(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def no_preflight(monkeypatch):
-    monkeypatch.setattr("envevo.cli.evolve_cmd.preflight", lambda env: None)
-    monkeypatch.setattr("envevo.cli.rollout_cmd.preflight", lambda env: None)
+    monkeypatch.setattr("envevo.sandbox.preflight", lambda env, notify=None: None)
+    monkeypatch.setattr("envevo.sandbox.preflight", lambda env, notify=None: None)
 
 
 # ---- the run store: --run ---------------------------------------------------------------------------------

@@ -79,7 +79,7 @@ def hacker_without_sandbox(monkeypatch):
     monkeypatch.setattr("envevo.llm.verifiers_with_model", lend)
     monkeypatch.setattr("envevo.verify.verify_tasks", verify_tasks)
     monkeypatch.setattr("envevo.sandbox.runnable_copy", lambda task, env, mapping, dest: (task.source, []))
-    monkeypatch.setattr("envevo.cli.verify_cmd.preflight", lambda env: None)
+    monkeypatch.setattr("envevo.sandbox.preflight", lambda env, notify=None: None)
     return attacks
 
 

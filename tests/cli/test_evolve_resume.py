@@ -30,7 +30,7 @@ def gate(monkeypatch):
         return Verdict(task=task.name, task_dir=task_dir, ok=ok, reports={"oracle": report})
 
     monkeypatch.setattr("envevo.evolve._loop.verify_candidate", verify_candidate)
-    monkeypatch.setattr("envevo.cli.evolve_cmd.preflight", lambda env: None)
+    monkeypatch.setattr("envevo.sandbox.preflight", lambda env, notify=None: None)
     return failing
 
 

@@ -38,8 +38,8 @@ def _app(command) -> typer.Typer:
 def every_change(monkeypatch):
     """No rate limit: every change is a line (the limit itself is tested with a clock)."""
     monkeypatch.setattr(_common, "PLAIN_EVERY", 0.0, raising=False)
-    monkeypatch.setattr("envevo.cli.evolve_cmd.preflight", lambda env: None)
-    monkeypatch.setattr("envevo.cli.rollout_cmd.preflight", lambda env: None)
+    monkeypatch.setattr("envevo.sandbox.preflight", lambda env, notify=None: None)
+    monkeypatch.setattr("envevo.sandbox.preflight", lambda env, notify=None: None)
 
 
 @pytest.fixture

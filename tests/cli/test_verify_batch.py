@@ -38,7 +38,7 @@ def fake_sandbox(monkeypatch):
 
     monkeypatch.setattr("envevo.verify.verify_tasks", verify_tasks)
     monkeypatch.setattr("envevo.sandbox.runnable_copy", runnable_copy)
-    monkeypatch.setattr("envevo.cli.verify_cmd.preflight", lambda env: None)
+    monkeypatch.setattr("envevo.sandbox.preflight", lambda env, notify=None: None)
     return verified
 
 
@@ -82,15 +82,15 @@ def test_a_missing_path_is_said_before_any_work(tmp_path, monkeypatch) -> None:
     def no_work(*a, **k):
         raise AssertionError("work started before the arguments were checked")
 
-    monkeypatch.setattr("envevo.cli.verify_cmd.preflight", no_work)
-    monkeypatch.setattr("envevo.cli.verify_cmd.verification_model", no_work)
+    monkeypatch.setattr("envevo.sandbox.preflight", no_work)
+    monkeypatch.setattr("envevo.api._verify.verification_model", no_work)
     res = _verify(tmp_path / "nonexistent")
     assert res.exit_code == ExitCode.USAGE and "does not exist" in res.output
     assert len(res.output.strip().splitlines()) == 1
 
 
 def test_audit_refuses_a_task_with_its_line_and_audits_the_others(folder, tmp_path, fake_sandbox, monkeypatch) -> None:
-    monkeypatch.setattr("envevo.cli.audit_cmd.preflight", lambda env: None)
+    monkeypatch.setattr("envevo.sandbox.preflight", lambda env, notify=None: None)
     for name in ("good-a", "good-b"):  # the audit keeps one task per content: make each its own
         (folder / name / "instruction.md").write_text(f"{name}: " + (folder / name / "instruction.md").read_text())
     args = ["audit", str(folder), "--out", str(tmp_path / "audit"), "--red-team", "off", "--mutation", "off",

@@ -35,7 +35,7 @@ def _run(tmp_path: Path, monkeypatch, names: tuple[str, ...]):
 
     monkeypatch.setattr("envevo.verify.verify_tasks", verify_tasks)
     monkeypatch.setattr("envevo.sandbox.runnable_copy", lambda task, env, mapping, dest: (task.source, []))
-    monkeypatch.setattr("envevo.cli.verify_cmd.preflight", lambda env: None)
+    monkeypatch.setattr("envevo.sandbox.preflight", lambda env, notify=None: None)
     root = tmp_path / "tasks"
     for name in names:
         shutil.copytree(FIXTURES / "runtime" / "hello", root / name)

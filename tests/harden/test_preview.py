@@ -59,7 +59,7 @@ def fake_audit(monkeypatch):
 
     monkeypatch.setattr("envevo.verify.verify_tasks", verify_tasks)
     monkeypatch.setattr("envevo.sandbox.runnable_copy", lambda task, env, mapping, dest: (task.source, []))
-    monkeypatch.setattr("envevo.cli.audit_cmd.preflight", lambda env: None)
+    monkeypatch.setattr("envevo.sandbox.preflight", lambda env, notify=None: None)
     monkeypatch.setattr("envevo.harden.harden_task", harden_task)
     return hardened
 

@@ -136,7 +136,7 @@ def test_a_model_agents_answers_are_capped_by_max_output_tokens(tmp_path: Path, 
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-fake")
     monkeypatch.setattr("envevo.rollout.rollout", fake_run)
-    monkeypatch.setattr("envevo.cli.rollout_cmd.preflight", lambda env: None)
+    monkeypatch.setattr("envevo.sandbox.preflight", lambda env, notify=None: None)
     app = typer.Typer()
     app.command()(rollout)
     base = [str(SEED), "--agent", "terminus-2", "--model", MODEL, "--base-url", "http://127.0.0.1:9/v1",
