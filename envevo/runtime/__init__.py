@@ -18,12 +18,15 @@ from envevo.runtime._cert_failure import cert_failure, cert_failure_line
 from envevo.runtime._cleanup import list_containers, owner_id, remove_containers, sweep_orphans
 from envevo.runtime._end_state import END_STATE
 from envevo.runtime._engine_dialect import (
+    BACKENDS,
+    BWRAP,
     DEFAULT_ENGINE,
     DIALECTS,
     DOCKER,
     LOCAL_ENGINES,
     PODMAN,
     EngineDialect,
+    SandboxBackend,
     dialect_of,
 )
 from envevo.runtime._envs import EnvChoice, check_env, resolve_env
@@ -57,6 +60,9 @@ __all__ = [
     "EnvChoice",
     "HOST_CA_ENV_VAR",
     "LOCAL_ENGINES",
+    "BACKENDS",
+    "BWRAP",
+    "SandboxBackend",
     "DEFAULT_ENGINE",
     "DIALECTS",
     "DOCKER",
