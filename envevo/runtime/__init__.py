@@ -14,6 +14,7 @@ from envevo.runtime._agents import (
     ShellExec,
     with_output_cap,
 )
+from envevo.runtime._bwrap_sandbox import bwrap_probe
 from envevo.runtime._cert_failure import cert_failure, cert_failure_line
 from envevo.runtime._cleanup import list_containers, owner_id, remove_containers, sweep_orphans
 from envevo.runtime._end_state import END_STATE
@@ -63,6 +64,7 @@ __all__ = [
     "BACKENDS",
     "BWRAP",
     "SandboxBackend",
+    "bwrap_probe",
     "DEFAULT_ENGINE",
     "DIALECTS",
     "DOCKER",

@@ -238,3 +238,23 @@ def sweep_stale() -> None:
         pid = entry.name.split("-", 1)[0]
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
             shutil.rmtree(entry, ignore_errors=True)
+
+
+def bwrap_probe(root_fs: str) -> str | None:
+    """None when a sandbox starts over `root_fs` (an image's mounted root file system), runs a command and copies a
+    file out; else why not, in one line."""
+    box = BwrapSandbox(root_fs)
+    try:
+        box.open()
+        run = subprocess.run(box.exec_argv("echo ok > /probe.txt && cat /probe.txt", user=None, cwd="/", env={}),
+                             capture_output=True, text=True, timeout=60)
+        if run.stdout.strip() != "ok":
+            return f"a command failed: {(run.stderr or run.stdout).strip()[-200:]}"
+        copy = subprocess.run(box.copy_out_argv("/probe.txt"), capture_output=True, timeout=60)
+        if copy.returncode != 0 or b"ok" not in copy.stdout:
+            return f"a copy out failed: {copy.stderr.decode(errors='replace').strip()[-200:]}"
+        return None
+    except (OSError, RuntimeError, subprocess.TimeoutExpired) as exc:
+        return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+    finally:
+        box.close()
