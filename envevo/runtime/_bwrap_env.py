@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import subprocess
 import tarfile
@@ -45,6 +46,8 @@ _SWEPT: list[bool] = []
 async def _image_root(image: str) -> str:
     """The image's root file system, mounted read-only by podman once per image and process (no copy)."""
     async with _LOCKS.setdefault(asyncio.get_running_loop(), asyncio.Lock()):
+        if image in _LOWER and not os.path.ismount(_LOWER[image]):
+            del _LOWER[image]  # unmounted since (a prune, `podman image unmount`): mounted again, never an empty dir
         if image not in _LOWER:
             code, out, err = await _run(PODMAN.name, "image", "mount", image, timeout=120)
             if code != 0 or not out.strip():
