@@ -29,10 +29,11 @@ from pathlib import Path
 from harbor.environments.base import ExecResult
 from harbor.models.task.config import NetworkPolicy
 
-from envevo.runtime import _archive
+from envevo.runtime import _archive, _cleanup
 from envevo.runtime._bwrap_sandbox import BwrapSandbox, sweep_stale
 from envevo.runtime._engine_cli import _run, run_to_exit
 from envevo.runtime._engine_dialect import BWRAP, PODMAN
+from envevo.runtime._image_cache import forget_cached_image, image_missing
 from envevo.runtime._local_env import LocalContainerEnvironment
 from envevo.runtime._local_exec import EXEC_OUTPUT_LIMIT, _overlaps
 from envevo.runtime._local_prep import _image_user
@@ -44,16 +45,31 @@ _SWEPT: list[bool] = []
 
 
 async def _image_root(image: str) -> str:
-    """The image's root file system, mounted read-only by podman once per image and process (no copy)."""
+    """The image's root file system, read-only, once per image and process (no byte copied): the mount of a container
+    created from it and never started. The container pins the image (envevo's image budget and `podman rmi` skip an
+    image a container uses, not a mounted one) and carries envevo's owner label, so it goes at exit or in the sweep
+    of a killed process's leftovers. An image already gone raises ImageGone."""
     async with _LOCKS.setdefault(asyncio.get_running_loop(), asyncio.Lock()):
         if image in _LOWER and not os.path.ismount(_LOWER[image]):
-            del _LOWER[image]  # unmounted since (a prune, `podman image unmount`): mounted again, never an empty dir
+            del _LOWER[image]  # unmounted since (`podman umount`): mounted again, never an empty dir
         if image not in _LOWER:
-            code, out, err = await _run(PODMAN.name, "image", "mount", image, timeout=120)
+            name = f"envevo-{BWRAP.name}-image-{uuid.uuid4().hex[:12]}"
+            _cleanup.ensure_exit_sweep()
+            code, _, err = await _run(PODMAN.name, "create", "--name", name, "--label",
+                                      f"{_cleanup.OWNER_LABEL}={_cleanup.owner_id()}", PODMAN.run_pull_flag, image,
+                                      "true", timeout=120, finish_on_cancel=True)
+            if code != 0:
+                raise (ImageGone if image_missing(err) else RuntimeError)(
+                    f"{PODMAN.name} create {image} failed: {err.strip()[-300:]}")
+            code, out, err = await _run(PODMAN.name, "mount", name, timeout=120)
             if code != 0 or not out.strip():
-                raise RuntimeError(f"{PODMAN.name} image mount {image} failed: {err.strip()[-300:]}")
+                raise RuntimeError(f"{PODMAN.name} mount of {image} failed: {err.strip()[-300:]}")
             _LOWER[image] = out.strip().splitlines()[-1]
         return _LOWER[image]
+
+
+class ImageGone(RuntimeError):
+    """The cached image was removed from outside this run since it was last seen."""
 
 
 async def _image_config(image: str) -> tuple[list[str], str]:
@@ -98,7 +114,14 @@ class BwrapEnvironment(LocalContainerEnvironment):
             _SWEPT.append(True)
             await asyncio.to_thread(sweep_stale)
         image = self._image_ref = await self._image(force_build)
-        lower = await _image_root(image)
+        try:
+            lower = await _image_root(image)
+        except ImageGone:
+            if not self._dockerfile.is_file():
+                raise
+            forget_cached_image(image)  # removed since this run last saw it (a prune): built again
+            image = self._image_ref = await self._image(force_build)
+            lower = await _image_root(image)
         env, workdir = await _image_config(image)
         self._base_env = dict(e.split("=", 1) for e in env if "=" in e)
         self._base_env.update(self._startup_env())
