@@ -7,9 +7,9 @@ read-only mount (`podman image mount`, once per image and process: no byte is co
   where the trial's overlay (the image below, the trial's upper dir above; nosuid, nodev) is mounted, so a crash
   leaves no mount on the host; and a user namespace whose uid and gid maps are the identity (files keep their real
   owners, as in a rootful container) while every capability is one of that namespace only, a network namespace with
-  loopback only, and its own IPC and UTS namespaces. The holder runs no code of the sandbox's and is invisible from it;
+  loopback only, and its own IPC namespace. The holder runs no code of the sandbox's and is invisible from it;
 - an *init* (`bwrap … --unshare-pid … sleep infinity`) owns the sandbox's pid namespace: killing it kills every
-  process of the sandbox (the kernel ends a pid namespace with its init);
+  process of the sandbox (the kernel ends a pid namespace with its init); and its UTS namespace (host name `sandbox`);
 - each command is a new `bwrap` in those namespaces (`--userns`, `--pidns`, the holder's network), a fresh mount
   namespace showing only the overlay at `/`, a fresh /proc and a minimal /dev, `--new-session`, no-new-privs, every
   capability dropped except podman's default set for root; as the image's user, none;
@@ -41,7 +41,7 @@ from envevo._home import home, private_dir
 ROOT_CAPS = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_NET_BIND_SERVICE",
              "CAP_SETFCAP", "CAP_SETGID", "CAP_SETPCAP", "CAP_SETUID", "CAP_SYS_CHROOT")
 _IDENTITY_MAP = "0 0 4294967295\n"
-_NAMESPACES = ("mnt", "net", "ipc", "uts")
+_NAMESPACES = ("mnt", "net", "ipc")  # the holder's; the UTS namespace (a host name of its own) is the init's
 # Another user, by the image's setpriv: the group from the user's entry (else 0, as podman does), its supplementary
 # groups when it has an entry, and no capability left in any set.
 _AS_USER = ('u=$1; g=$2; shift 2; [ -n "$g" ] || g=$(id -g -- "$u" 2>/dev/null) || g=0; '
@@ -79,7 +79,7 @@ class BwrapSandbox:
             self._make_missing_dir(workdir)
         opts = f"lowerdir={self.lower},upperdir={self.dir / 'upper'},workdir={self.dir / 'work'}"
         mount = (f"mount -t overlay overlay -o {shlex.quote(opts)},nosuid,nodev {shlex.quote(str(self.dir / 'root'))}"
-                 " && exec unshare --user --net --ipc --uts sleep infinity")
+                 " && exec unshare --user --net --ipc sleep infinity")
         own_userns = os.readlink("/proc/self/ns/user")
         self._holder = subprocess.Popen(
             ["setpriv", "--pdeathsig", "KILL", "unshare", "--mount", "--propagation", "private", "sh", "-c", mount],
@@ -107,8 +107,9 @@ class BwrapSandbox:
         write = fcntl.fcntl(low, fcntl.F_DUPFD, 10)  # above the fds the wrapper opens (3, 4)
         os.close(low)
         try:
-            argv = self._enter(["--unshare-pid", "--info-fd", str(write), "--cap-drop", "ALL", *self._mounts(rw=True),
-                                "--", "sh", "-c", "sleep infinity"], pidns=False)
+            argv = self._enter(["--unshare-pid", "--unshare-uts", "--hostname", "sandbox", "--info-fd", str(write),
+                                "--cap-drop", "ALL", *self._mounts(rw=True), "--", "sh", "-c", "sleep infinity"],
+                               pidns=False)
             self._init = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                           stderr=subprocess.PIPE, pass_fds=(write,))
         finally:
@@ -181,9 +182,10 @@ class BwrapSandbox:
 
     def _enter(self, bwrap_args: list[str], *, pidns: bool, own_namespaces: bool = False) -> list[str]:
         """The argv that runs bwrap in the holder's mount namespace (where the overlay is) and user namespace;
-        in its network, IPC and UTS namespaces unless `own_namespaces`; in the init's pid namespace if `pidns`."""
+        in its network and IPC namespaces unless `own_namespaces`; in the init's pid and UTS namespaces if `pidns`."""
         kinds = ("mnt",) if own_namespaces else _NAMESPACES
-        nsenter = ["nsenter", *(f"--{'mount' if k == 'mnt' else k}={self._ns(k)}" for k in kinds), "--"]
+        nsenter = ["nsenter", *(f"--{'mount' if k == 'mnt' else k}={self._ns(k)}" for k in kinds),
+                   *([f"--uts=/proc/{self._init_pid}/ns/uts"] if pidns else []), "--"]
         opens = 'exec 3<"$1"' + (' 4<"$2"' if pidns else "")
         head = ["bwrap", "--userns", "3", *(["--pidns", "4"] if pidns else []), "--die-with-parent", "--new-session",
                 *(["--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-pid"] if own_namespaces else [])]
