@@ -133,10 +133,13 @@ def main() -> None:
     ap.add_argument("--side-by-side", action="store_true", help="red-team reuse off, then on, on the same seed")
     ap.add_argument("--env", default="podman", help="the sandbox backend of a fresh run (envevo evolve --env)")
     ap.add_argument("--envs", help="comma-separated backends to run side by side on the same seed (podman,bwrap)")
+    ap.add_argument("--keep", type=Path, help="with --envs: keep the runs in this new dir (to inspect a difference)")
     args = ap.parse_args()
     if args.envs:
         with tempfile.TemporaryDirectory() as tmp:
-            each = envs_side_by_side(Path(tmp), args.envs.split(","), args.generations, args.length, args.seed)
+            where = args.keep or Path(tmp)
+            where.mkdir(parents=True, exist_ok=True)
+            each = envs_side_by_side(where, args.envs.split(","), args.generations, args.length, args.seed)
         print(json.dumps(each, indent=None if args.json else 2))
         return
     if args.side_by_side:
