@@ -37,6 +37,8 @@ class BwrapCheck:
         lines = mount.stdout.strip().splitlines()
         why = (bwrap_probe(lines[-1]) if mount.returncode == 0 and lines
                else f"{self.engine} image mount {probe_image}: {mount.stderr.strip()[-200:]}")
+        if mount.returncode == 0:
+            _run([self.engine, "image", "unmount", probe_image], timeout=60)  # the probe's mount only
         if why is not None:
             return Check(name=name, status=bad, detail=f"installed, but no sandbox starts here: {why}; it needs "
                          f"{BWRAP.needs}", fix=f"use --env {BWRAP.images.name}")
