@@ -5,6 +5,7 @@ spent in verification (the sandboxes) rather than in envevo itself.
     python benchmarks/evolve_throughput.py --generations 8 --length 3 --seed 7
     python benchmarks/evolve_throughput.py --run RUN_DIR         # read a finished run's store instead
     python benchmarks/evolve_throughput.py --side-by-side --generations 4   # red-team reuse off, then on
+    python benchmarks/evolve_throughput.py --envs podman,bwrap --generations 4  # the same evolution on each backend
 
 `--side-by-side` evolves the same seed twice in one run, first with the red team's reuse of a parent's verdicts
 off (ENVEVO_RED_TEAM_REUSE=off: today's path), then on, and prints both with the trials per candidate by kind (run
@@ -91,14 +92,14 @@ def lineage_digest(run: Path) -> list[dict]:
 
 
 def fresh_run(tmp: Path, generations: int, length: int, seed: int, name: str = "run",
-              env: dict[str, str] | None = None) -> tuple[Path, float]:
+              env: dict[str, str] | None = None, sandbox: str = "podman") -> tuple[Path, float]:
     envevo = [sys.executable, "-m", "envevo.cli"]
     if not (tmp / "seed").exists():
         subprocess.run([*envevo, "seed", "procedural", str(tmp / "seed"), "--length", str(length), "--seed", str(seed)],
                        check=True, capture_output=True)
     t0 = time.monotonic()
-    subprocess.run([*envevo, "evolve", str(tmp / "seed"), "--run", str(tmp / name), "--generations", str(generations)],
-                   check=True, capture_output=True, env={**os.environ, **(env or {})})
+    subprocess.run([*envevo, "evolve", str(tmp / "seed"), "--run", str(tmp / name), "--generations", str(generations),
+                    "--env", sandbox], check=True, capture_output=True, env={**os.environ, **(env or {})})
     return tmp / name, time.monotonic() - t0
 
 
@@ -111,6 +112,17 @@ def side_by_side(tmp: Path, generations: int, length: int, seed: int) -> dict:
     return out
 
 
+def envs_side_by_side(tmp: Path, envs: list[str], generations: int, length: int, seed: int) -> dict:
+    """The same evolution on each sandbox backend (`--env`), one after the other in one run, with the load."""
+    out: dict = {"load_before": os.getloadavg()}
+    for sandbox in envs:
+        run, wall = fresh_run(tmp, generations, length, seed, f"env_{sandbox}", sandbox=sandbox)
+        out[sandbox] = {**measure(run, wall), "trials_per_candidate": trials_by_kind(run), "load_after": os.getloadavg()}
+    digests = [lineage_digest(tmp / f"env_{e}") for e in envs]
+    out["same_lineage"] = all(d == digests[0] for d in digests)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--run", type=Path)
@@ -119,7 +131,17 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--side-by-side", action="store_true", help="red-team reuse off, then on, on the same seed")
+    ap.add_argument("--env", default="podman", help="the sandbox backend of a fresh run (envevo evolve --env)")
+    ap.add_argument("--envs", help="comma-separated backends to run side by side on the same seed (podman,bwrap)")
+    ap.add_argument("--keep", type=Path, help="with --envs: keep the runs in this new dir (to inspect a difference)")
     args = ap.parse_args()
+    if args.envs:
+        with tempfile.TemporaryDirectory() as tmp:
+            where = args.keep or Path(tmp)
+            where.mkdir(parents=True, exist_ok=True)
+            each = envs_side_by_side(where, args.envs.split(","), args.generations, args.length, args.seed)
+        print(json.dumps(each, indent=None if args.json else 2))
+        return
     if args.side_by_side:
         with tempfile.TemporaryDirectory() as tmp:
             both = side_by_side(Path(tmp), args.generations, args.length, args.seed)
@@ -129,7 +151,7 @@ def main() -> None:
         result = measure(args.run, None)
     else:
         with tempfile.TemporaryDirectory() as tmp:
-            run, wall = fresh_run(Path(tmp), args.generations, args.length, args.seed)
+            run, wall = fresh_run(Path(tmp), args.generations, args.length, args.seed, sandbox=args.env)
             result = measure(run, wall)
     if args.json:
         print(json.dumps(result))

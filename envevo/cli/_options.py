@@ -76,7 +76,7 @@ MUTATION = _TRIALS.mutation
 EXECUTOR = "asyncio"  # scale-out is opt-in; --ray-address, --max-sandboxes and --start-rate default to none
 
 # ---- sandbox ------------------------------------------------------------------------------------------
-Env = Annotated[str, typer.Option("--env", help="podman or docker (envevo's local sandbox), harbor:podman for "
+Env = Annotated[str, typer.Option("--env", help="podman, docker or bwrap (envevo's local sandboxes), harbor:podman for "
                                   "Harbor's own, a cloud environment (daytona, modal, e2b, …) or pkg.mod:Class.",
                                   rich_help_panel=SANDBOX)]
 Concurrency = Annotated[int, typer.Option("--concurrency", min=1, help="Sandbox trials running at once.",

@@ -23,7 +23,7 @@ def doctor(
     fix: Annotated[bool, typer.Option("--fix", help="Repair what is missing: packages, compose, containers.conf, base "
                                       "images and stand-ins, and the network-cut helper image of verifiers' "
                                       "runtime (prime-rl).")] = False,
-    env: Annotated[str, typer.Option("--env", help="Local sandbox engine: podman or docker.")] = DEFAULT_ENGINE,
+    env: Annotated[str, typer.Option("--env", help="Local sandbox engine: podman, docker, or bwrap (podman's images).")] = DEFAULT_ENGINE,
     tasks: Annotated[list[Path], typer.Option("--tasks", help="Task dirs (Harbor or Terminal-Bench 1) or folders of "
                                               "tasks whose base images must exist (repeatable).")] = [],  # noqa: B006
     image: Annotated[list[str], typer.Option("--image", help="Extra base image that must exist "

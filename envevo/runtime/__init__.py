@@ -16,16 +16,20 @@ from envevo.runtime._agents import (
     ShellExec,
     with_output_cap,
 )
+from envevo.runtime._bwrap_sandbox import bwrap_probe
 from envevo.runtime._cert_failure import cert_failure, cert_failure_line
 from envevo.runtime._cleanup import list_containers, owner_id, remove_containers, sweep_orphans
 from envevo.runtime._end_state import END_STATE
 from envevo.runtime._engine_dialect import (
+    BACKENDS,
+    BWRAP,
     DEFAULT_ENGINE,
     DIALECTS,
     DOCKER,
     LOCAL_ENGINES,
     PODMAN,
     EngineDialect,
+    SandboxBackend,
     dialect_of,
 )
 from envevo.runtime._envs import EnvChoice, check_env, resolve_env
@@ -61,6 +65,10 @@ __all__ = [
     "EnvChoice",
     "HOST_CA_ENV_VAR",
     "LOCAL_ENGINES",
+    "BACKENDS",
+    "BWRAP",
+    "SandboxBackend",
+    "bwrap_probe",
     "DEFAULT_ENGINE",
     "DIALECTS",
     "DOCKER",

@@ -268,8 +268,9 @@ class Copy:
     `finish` goes on extracting from there. So deciding the kind and copying cost one engine call, not two. The
     time bound runs from the start; `close` kills the engine's process (a held copy must not outlive its use)."""
 
-    def __init__(self, engine: str, container: str, source: str, timeout_sec: float):
-        self._proc = subprocess.Popen([engine, "cp", f"{container}:{source}", "-"], stdout=subprocess.PIPE,
+    def __init__(self, engine: str, container: str, source: str, timeout_sec: float, *, argv: list[str] | None = None):
+        # `argv`: another command that writes such an archive (the bwrap backend's `tar` inside a sandbox)
+        self._proc = subprocess.Popen(argv or [engine, "cp", f"{container}:{source}", "-"], stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True)
         self._timed_out = threading.Event()
         self._timer = threading.Timer(timeout_sec, self._expire)

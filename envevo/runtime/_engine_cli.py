@@ -98,6 +98,21 @@ class _Sink:
         self._kept += chunk[:room]
         self._dropped += len(chunk) - min(room, len(chunk))
 
+    def drain(self, chunks: int = 64) -> None:
+        """Read what is in the pipe now (a writer that outlived the command may hold it open: no EOF to wait for)."""
+        for _ in range(chunks):
+            if self._fd < 0 or self.eof.done():
+                return
+            try:
+                chunk = os.read(self._fd, 1 << 16)
+            except BlockingIOError:
+                return
+            if not chunk:
+                return
+            room = len(chunk) if self._limit is None else max(0, self._limit - len(self._kept))
+            self._kept += chunk[:room]
+            self._dropped += len(chunk) - min(room, len(chunk))
+
     def close(self) -> None:
         if self._fd < 0:
             return
@@ -109,6 +124,34 @@ class _Sink:
         note = (f"\n[{self._dropped} more bytes dropped: envevo keeps {self._limit} bytes of a command's output]\n"
                 if self._dropped else "")
         return bytes(self._kept) + note.encode()
+
+
+async def run_to_exit(argv: list[str], *, timeout: float | None, limit: int | None) -> tuple[int, str, str]:
+    """Like `_run`, but done when the process exits, not when its output ends: what it wrote is read, and a
+    daemon it left holding the pipes does not hold up the caller (as `podman exec` returns when its command exits)."""
+    loop = asyncio.get_running_loop()
+    pipes = [os.pipe(), os.pipe()]
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=pipes[0][1], stderr=pipes[1][1])
+    except BaseException:
+        for fd in (fd for pair in pipes for fd in pair):
+            os.close(fd)
+        raise
+    for _, w in pipes:
+        os.close(w)
+    sinks = [_Sink(loop, r, limit) for r, _ in pipes]
+    try:
+        async with asyncio.timeout(timeout):
+            code = await _exit_code(proc)
+        for sink in sinks:
+            sink.drain()
+    except BaseException:
+        _kill(proc)
+        raise
+    finally:
+        for sink in sinks:
+            sink.close()
+    return code, sinks[0].data().decode(errors="replace"), sinks[1].data().decode(errors="replace")
 
 
 def _run_blocking(argv: list[str], timeout: float) -> tuple[int, str, str]:

@@ -50,6 +50,25 @@ DOCKER = EngineDialect(
     install_hint="install Docker Engine (https://docs.docker.com/engine/install/) or use --env podman",
 )
 DIALECTS: dict[str, EngineDialect] = {d.name: d for d in (PODMAN, DOCKER)}
+
+
+@dataclass(frozen=True)
+class SandboxBackend:
+    """A lighter local sandbox than a container per trial, over images a container engine builds and holds."""
+
+    name: str  # the value of `--env`, and its binary
+    images: EngineDialect  # the engine that builds and caches the images it runs
+    system_packages: tuple[str, ...]  # what `doctor --fix` installs from Debian
+    needs: str  # what it needs from the host, for `envevo doctor`
+    serves: str  # which tasks it runs; the others go to `images`' environments
+
+
+BWRAP = SandboxBackend(
+    name="bwrap", images=PODMAN, system_packages=("bubblewrap",),
+    needs="bubblewrap (bwrap), root, user namespaces, overlayfs; podman builds the images",
+    serves="tasks without compose and without network in any phase",
+)
+BACKENDS: dict[str, SandboxBackend] = {BWRAP.name: BWRAP}
 LOCAL_ENGINES: tuple[str, ...] = tuple(DIALECTS)
 DEFAULT_ENGINE = PODMAN.name  # every command's `--env` default, and the library's
 
@@ -62,4 +81,5 @@ def dialect_of(engine: str) -> EngineDialect:
         raise ValueError(f"{engine!r} is not a local engine ({' or '.join(LOCAL_ENGINES)})") from None
 
 
-__all__ = ["DEFAULT_ENGINE", "DIALECTS", "DOCKER", "LOCAL_ENGINES", "PODMAN", "EngineDialect", "dialect_of"]
+__all__ = ["BACKENDS", "BWRAP", "DEFAULT_ENGINE", "DIALECTS", "DOCKER", "LOCAL_ENGINES", "PODMAN", "EngineDialect",
+           "SandboxBackend", "dialect_of"]

@@ -39,7 +39,7 @@ class CopyingEnvironment(PreparingEnvironment):
         container = self._require()
 
         def run() -> _archive.CopyReport:
-            copy = held or _archive.Copy(self.engine, container, source, self._budget.limits.timeout_sec)
+            copy = held or self._new_copy(container, source)
             return copy.finish(target, single_file=single_file, budget=self._budget, keep=keep)
 
         report = await asyncio.to_thread(run)
@@ -48,6 +48,10 @@ class CopyingEnvironment(PreparingEnvironment):
         if (failed := _archive.failure_note(report, source)) is not None:
             self._note(failed)  # Harbor records the artifact as "failed" and scores on: the outcome must not count
         _archive.raise_for(report, self.engine, source, single_file=single_file)
+
+    def _new_copy(self, container: str, source: str) -> _archive.Copy:
+        """A copy out of `source` being read (a backend without `cp` makes the archive another way)."""
+        return _archive.Copy(self.engine, container, source, self._budget.limits.timeout_sec)
 
     async def download_file(self, source_path: str, target_path: Path | str) -> None:
         target = Path(target_path)
@@ -144,7 +148,7 @@ class CopyingEnvironment(PreparingEnvironment):
                 old.close()
             # Held as soon as it exists, so a cancelled wait still leaves it to `_release`; and if stop() ran while
             # this thread read the first header (a Ctrl-C), nothing will release it later: release it now.
-            self._held[_norm(path)] = _archive.Copy(self.engine, container, path, self._budget.limits.timeout_sec)
+            self._held[_norm(path)] = self._new_copy(container, path)
             if self._stopping:
                 self._release()
 

@@ -16,9 +16,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from envevo.errors import UserError
-from envevo.runtime import DEFAULT_ENGINE, LOCAL_ENGINES, dialect_of
+from envevo.runtime import BACKENDS, DEFAULT_ENGINE, LOCAL_ENGINES, dialect_of
 from envevo.sandbox import _paths
 from envevo.sandbox._base_image import canonical
+from envevo.sandbox._doctor_bwrap import BwrapCheck
 from envevo.sandbox._doctor_check import Check, Status
 from envevo.sandbox._doctor_helper import NetworkHelperCheck
 from envevo.sandbox._doctor_tls import TlsCheck
@@ -68,14 +69,17 @@ def _apt_cmd(packages: list[str]) -> str:
     return ("" if _is_root() else "sudo ") + "apt-get install -y " + " ".join(packages)
 
 
-class Doctor(TlsCheck, NetworkHelperCheck):
+class Doctor(TlsCheck, NetworkHelperCheck, BwrapCheck):
     """Runs the checks in dependency order; later checks are skipped when an earlier one fails."""
 
     def __init__(self, env: str = DEFAULT_ENGINE, fix: bool = False, images: Iterable[str] = DEFAULT_IMAGES,
                  trust_host_ca: bool | None = None, progress: Callable[[str], None] | None = None,
                  users: dict[str, list[str]] | None = None):
+        # A lighter backend (bwrap) runs images its engine builds: that engine is checked, then the backend.
+        self.backend_required = env in BACKENDS
+        env = BACKENDS[env].images.name if env in BACKENDS else env
         if env not in LOCAL_ENGINES:
-            raise UserError(f"doctor checks local sandboxes only ({' or '.join(LOCAL_ENGINES)}), not {env!r}")
+            raise UserError(f"doctor checks local sandboxes only ({' or '.join([*LOCAL_ENGINES, *BACKENDS])}), not {env!r}")
         self.engine = env
         self.dialect = dialect_of(env)
         self.fix = fix
@@ -103,6 +107,8 @@ class Doctor(TlsCheck, NetworkHelperCheck):
             self.checks.append(check)
             if not check.ok:
                 return self.checks
+        if self.dialect.daemonless:  # the lighter backend runs podman's images, from the Debian base up
+            self.checks.append(self.bwrap_check(PROBE_IMAGE))
         self.checks.extend(self.base_image_checks())
         self.checks.extend([self.orphans(), self.tls(), self.network_helper()])
         return self.checks

@@ -9,18 +9,27 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import stat
 import time
 from pathlib import Path
 
 import pytest
 
-from envevo.runtime import ErrorKind, TrialSpec, open_session, run_trials
+from envevo.runtime import BWRAP, ErrorKind, TrialSpec, open_session, run_trials
 from envevo.task import dir_hash
 
 pytestmark = pytest.mark.sandbox
 
 DOCKERFILE = "FROM debian:bookworm-slim\nWORKDIR /app\n"
+
+
+@pytest.fixture(params=["podman", BWRAP.name])
+def env(request, sandbox):
+    """Each local backend, held to the same boundary: the default (podman) and the lighter bwrap."""
+    if request.param == BWRAP.name and shutil.which(BWRAP.name) is None:
+        pytest.fail(f"{BWRAP.name} is missing: run `envevo doctor --fix` (make test does)")
+    return request.param if request.param == BWRAP.name else sandbox
 
 
 def _plant(sentinel: Path, task_dir: Path, where: str) -> str:
@@ -78,14 +87,14 @@ def _disk_use(root: Path) -> int:
 
 
 @pytest.mark.parametrize("separate", [True, False], ids=["separate-verifier", "shared-verifier"])
-def test_no_phase_writes_the_host(sandbox, tmp_path, separate):
+def test_no_phase_writes_the_host(env, tmp_path, separate):
     sentinel = tmp_path / "sentinel.txt"
     sentinel.write_text("host file\n")
     task = _task(tmp_path / "tasks", sentinel, separate=separate)
     before = dir_hash(task)
     trials = tmp_path / "trials"
     start = time.monotonic()
-    specs = [TrialSpec(task_dir=task, agent=a, env=sandbox, trials_dir=trials) for a in ("oracle", "nop")]
+    specs = [TrialSpec(task_dir=task, agent=a, env=env, trials_dir=trials) for a in ("oracle", "nop")]
     oracle, nop = asyncio.run(run_trials(specs, concurrency=2, retries=0))
     took = time.monotonic() - start
     assert sentinel.read_text() == "host file\n"
@@ -100,7 +109,7 @@ def test_no_phase_writes_the_host(sandbox, tmp_path, separate):
     assert "symlink, not copied" in notes and "FIFO, not copied" in notes and "per-file cap" in notes
 
 
-def test_the_sandbox_session_writes_no_host_file(sandbox, tmp_path):
+def test_the_sandbox_session_writes_no_host_file(env, tmp_path):
     """The Modifier's shell and the exploit agents: a session's downloads are extracted the same way."""
     sentinel = tmp_path / "sentinel.txt"
     sentinel.write_text("host file\n")
@@ -108,7 +117,7 @@ def test_the_sandbox_session_writes_no_host_file(sandbox, tmp_path):
     before = dir_hash(task)
 
     async def attack():
-        async with open_session(task, env=sandbox) as s:
+        async with open_session(task, env=env) as s:
             await s.exec(_plant(sentinel, task, "/tmp/out"), timeout_sec=60)
             for name in ("reward.txt", "fifo.json", "sparse.bin"):
                 with pytest.raises(RuntimeError):
