@@ -16,6 +16,7 @@ from envevo.runtime._agents import (
     ShellExec,
     with_output_cap,
 )
+from envevo.runtime._bwrap_env import release_image_roots
 from envevo.runtime._bwrap_sandbox import bwrap_probe
 from envevo.runtime._cert_failure import cert_failure, cert_failure_line
 from envevo.runtime._cleanup import list_containers, owner_id, remove_containers, sweep_orphans
@@ -69,6 +70,7 @@ __all__ = [
     "BWRAP",
     "SandboxBackend",
     "bwrap_probe",
+    "release_image_roots",
     "DEFAULT_ENGINE",
     "DIALECTS",
     "DOCKER",

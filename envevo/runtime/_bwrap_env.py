@@ -39,6 +39,7 @@ from envevo.runtime._local_exec import EXEC_OUTPUT_LIMIT, _overlaps
 from envevo.runtime._local_prep import _image_user
 
 _LOWER: dict[str, str] = {}  # image ref -> its read-only root file system (podman image mount), per process
+_PINS: dict[str, str] = {}  # image ref -> the never-started container whose mount that is
 _CONFIG: dict[str, tuple[list[str], str]] = {}  # image ref -> (its env, its working dir)
 _LOCKS: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}  # one per event loop (tests run several)
 _SWEPT: list[bool] = []
@@ -65,7 +66,19 @@ async def _image_root(image: str) -> str:
             if code != 0 or not out.strip():
                 raise RuntimeError(f"{PODMAN.name} mount of {image} failed: {err.strip()[-300:]}")
             _LOWER[image] = out.strip().splitlines()[-1]
+            _PINS[image] = name
         return _LOWER[image]
+
+
+def release_image_roots() -> None:
+    """Unmount and remove this process's image pins now, instead of at exit: for a long-lived process (a test worker,
+    a library caller) that is done with bwrap and counts its own containers. The next bwrap trial pins again."""
+    names = list(_PINS.values())
+    _PINS.clear()
+    _LOWER.clear()
+    if names:
+        subprocess.run([PODMAN.name, "umount", *names], capture_output=True, timeout=120)
+        subprocess.run(PODMAN.rm(*names), capture_output=True, timeout=120)
 
 
 class ImageGone(RuntimeError):

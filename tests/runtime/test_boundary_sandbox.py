@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from envevo.runtime import BWRAP, ErrorKind, TrialSpec, open_session, run_trials
+from envevo.runtime import BWRAP, ErrorKind, TrialSpec, open_session, release_image_roots, run_trials
 from envevo.task import dir_hash
 
 pytestmark = pytest.mark.sandbox
@@ -29,7 +29,10 @@ def env(request, sandbox):
     """Each local backend, held to the same boundary: the default (podman) and the lighter bwrap."""
     if request.param == BWRAP.name and shutil.which(BWRAP.name) is None:
         pytest.fail(f"{BWRAP.name} is missing: run `envevo doctor --fix` (make test does)")
-    return request.param if request.param == BWRAP.name else sandbox
+    yield request.param if request.param == BWRAP.name else sandbox
+    # bwrap pins each image with a never-started container for the process's life: later tests in this worker count
+    # the containers it owns
+    release_image_roots()
 
 
 def _plant(sentinel: Path, task_dir: Path, where: str) -> str:

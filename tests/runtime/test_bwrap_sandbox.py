@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from envevo.runtime import BWRAP, open_session
+from envevo.runtime import BWRAP, open_session, release_image_roots
 from tests.conftest import FIXTURES, ROOT
 
 pytestmark = pytest.mark.sandbox
@@ -34,7 +34,8 @@ cat /proc/net/dev | awk 'NR>2 {print $1}' | tr '\n' ' '; echo
 def bwrap(sandbox):
     if shutil.which(BWRAP.name) is None:
         pytest.fail(f"{BWRAP.name} is missing: run `envevo doctor --fix` (make test does)")
-    return BWRAP.name
+    yield BWRAP.name
+    release_image_roots()  # the image pins this worker holds (see test_boundary_sandbox.env)
 
 
 def test_a_sandbox_reaches_nothing_of_the_host(bwrap):
