@@ -16,7 +16,6 @@ from envevo.runtime._agents import (
     ShellExec,
     with_output_cap,
 )
-from envevo.runtime._bwrap_env import release_image_roots
 from envevo.runtime._bwrap_sandbox import bwrap_probe
 from envevo.runtime._cert_failure import cert_failure, cert_failure_line
 from envevo.runtime._cleanup import list_containers, owner_id, remove_containers, sweep_orphans
@@ -121,4 +120,9 @@ def __getattr__(name: str):
         from envevo.runtime import _trial
 
         return getattr(_trial, name)
+    if name == "release_image_roots":  # the bwrap backend imports Harbor too
+        from envevo.runtime import _bwrap_env
+
+        return _bwrap_env.release_image_roots
     raise AttributeError(f"module 'envevo.runtime' has no attribute {name!r}")
+
