@@ -112,13 +112,16 @@ lint: venv
 # The image budget's prune is held off while the workers run side by side: one process's prune removing layers another
 # is building on fails that build ("layer not known", seen here when a demo's prune met a test's build).
 TEST_WORKERS ?= 2
-# The trainer suites run two at a time (each in its own venv, its own sandboxes, by owner), after the serial suite;
-# --output-sync keeps each suite's log in one piece.
+# The set-up runs side by side (lint beside sandbox, the trainer venvs' downloads beside both; seconds when done), and
+# the trainer suites two at a time (each in its own venv, with its own sandboxes; the prune held off as in the main
+# suite), after the serial suite; --output-sync keeps each one's log in one piece.
+TEST_SETUP := lint sandbox rl-venv skyrl-venv taskset-venv openenv-venv
 TRAINER_SUITES := suite-rl suite-skyrl suite-taskset suite-openenv
-test: lint sandbox rl-venv skyrl-venv taskset-venv openenv-venv
+test:
+	$(MAKE) --no-print-directory -j3 --output-sync=target $(TEST_SETUP)
 	ENVEVO_IMAGE_BUDGET_GB=1000 scripts/stage suite-main $(PY) -m pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m 'not serial'
 	scripts/stage suite-serial $(PY) -m pytest -q --durations=5 -m serial
-	$(MAKE) --no-print-directory -k -j2 --output-sync=target $(TRAINER_SUITES)
+	ENVEVO_IMAGE_BUDGET_GB=1000 $(MAKE) --no-print-directory -k -j2 --output-sync=target $(TRAINER_SUITES)
 
 suite-rl: rl-venv
 	ENVEVO_RL_TESTS=1 ENVEVO_RUNTIME_PYTHON=$(abspath $(PY)) scripts/stage suite-rl $(RLVENV)/bin/python -m pytest -q tests/trainers/test_adapters_verl.py tests/trainers/test_adapters_trl.py tests/trainers/test_adapters_trl_el_loop.py tests/trainers/test_adapters_prime_rl.py
