@@ -4,7 +4,7 @@ Every seed and every procedural task runs its tests in a separate verifier conta
 artifacts. The exploit agent (tests/fakes/exploit_agent.py) plants a python3 shim and tool stand-ins in
 /usr/local/bin, sitecustomize/.pth/conftest files, empty output files, and a forged reward file kept rewritten by a
 detached loop; before the hardening any one of those scored 1 on every one of these tasks. It must score 0, and the
-reference solution must still score 1.
+reference solution must still score 1 (here for the procedural tasks; the seeds' oracle: tests/cli/test_cli_verify.py).
 """
 
 from __future__ import annotations
@@ -61,17 +61,21 @@ def test_procedural_verifier_is_separate_and_isolated(tmp_path: Path) -> None:
 def test_exploit_agent_scores_zero_and_oracle_one(sandbox, tmp_path: Path) -> None:
     from envevo.runtime import TrialSpec, run_trials
 
-    tasks = list(SEEDS) + [write_task(random_chain(None, length, seed), tmp_path / f"procedural-{seed}")
-                           for length, seed in PROCEDURAL]
-    specs = []
-    for task in tasks:
-        specs.append(TrialSpec(task_dir=task, agent="oracle", env=sandbox, trials_dir=tmp_path / "trials",
-                               trial_name=f"{task.name}-oracle"))
-        specs.append(TrialSpec(task_dir=task, agent=EXPLOIT, env=sandbox, trials_dir=tmp_path / "trials",
-                               trial_name=f"{task.name}-exploit"))
+    procedural = [write_task(random_chain(None, length, seed), tmp_path / f"procedural-{seed}")
+                  for length, seed in PROCEDURAL]
+    tasks = list(SEEDS) + procedural
+    # The exploit on every task; the oracle on the procedural ones only: every seed's oracle scores 1 (twice, with
+    # the same runtime) in tests/cli/test_cli_verify.py::test_every_seed_is_sound, which also runs the red team's
+    # classes on each seed. Running it here too cost 6 of this test's 16 trials.
+    specs = [TrialSpec(task_dir=task, agent=EXPLOIT, env=sandbox, trials_dir=tmp_path / "trials",
+                       trial_name=f"{task.name}-exploit") for task in tasks]
+    specs += [TrialSpec(task_dir=task, agent="oracle", env=sandbox, trials_dir=tmp_path / "trials",
+                        trial_name=f"{task.name}-oracle") for task in procedural]
     outcomes = asyncio.run(run_trials(specs, concurrency=4))
-    for task, oracle, exploit in zip(tasks, outcomes[::2], outcomes[1::2], strict=True):
+    exploits, oracles = outcomes[:len(tasks)], outcomes[len(tasks):]
+    for task, oracle in zip(procedural, oracles, strict=True):
         assert oracle.error_kind == "ok" and oracle.reward == 1.0, (task.name, oracle.error_message, oracle.trial_dir)
+    for task, exploit in zip(tasks, exploits, strict=True):
         assert exploit.error_kind == "ok" and exploit.reward == 0.0, (task.name, exploit.error_message,
                                                                        exploit.trial_dir)
         log = (exploit.trial_dir / "agent" / "exploit.log").read_text()
