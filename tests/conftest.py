@@ -2,6 +2,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     containers = {item.path for item in items if item.get_closest_marker("sandbox")}
     items.sort(key=lambda item: item.path not in containers)  # stable: collection order otherwise
+
+
+_STARTED = time.monotonic()
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's, on the controller; absent without xdist
+def pytest_testnodedown(node, error) -> None:
+    """Each worker's finishing time, so a CI log shows how evenly the files were spread (a worker that ends minutes
+    before the other was idle that long)."""
+    reporter = node.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write("\n")  # after the progress dots of -q
+        reporter.write_line(f"worker {node.gateway.id} finished at {time.monotonic() - _STARTED:.0f} s")
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
