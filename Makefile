@@ -15,7 +15,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 EDITABLE := flock $(CURDIR)/pyproject.toml
 
 .PHONY: venv rl-venv skyrl-venv taskset-venv openenv-venv sandbox demo verify-seeds lint test test-fast realmodel test-realmodel clean \
-        $(TRAINER_SUITES)
+        suite-rl suite-skyrl suite-taskset suite-openenv
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || "$$(scripts/find-python)" -m venv $(VENV)
