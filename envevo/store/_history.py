@@ -69,7 +69,7 @@ class GenerationHistory(StoreBase):
         return self._rows(sql + " ORDER BY id", params)
 
     def _insert_attempt(
-        self, table: str, lineage_id: str, generation: int, direction: str, attempt: int, **columns: Any
+        self, table: str, lineage_id: str, generation: int, direction: str, attempt: int, **columns: object
     ) -> int:
         """Insert a plan or candidate row into the current try of its generation; return the row's id."""
         with self._tx() as c:

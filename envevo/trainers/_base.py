@@ -98,7 +98,7 @@ def build_scheduler(
     run_dir: str | os.PathLike[str] | None = None,
     seed: int = 0,
     group_size: int = 8,
-    **options: Any,
+    **options: object,
 ) -> Scheduler:
     """A scheduler instance as given, or one built from a spec (``"el"``, ``"el+patience"``, …) over the
     lineages of ``run_dir``'s store, or else over the pool the dataset ``rows`` describe."""

@@ -135,7 +135,7 @@ class EnvevoGenerator(GeneratorInterface):
         if runner is not None:  # before any rollout: what the dataset's tasks need, the generator must honour
             check_tasks(runner, task_configs(r["task_dir"] for r in dataset.rows))
 
-    async def generate(self, input_batch: GeneratorInput, **kwargs: Any) -> GeneratorOutput:
+    async def generate(self, input_batch: GeneratorInput, **kwargs: object) -> GeneratorOutput:
         output = await self.inner.generate(input_batch, **kwargs)
         if input_batch.get("batch_metadata") is None or input_batch["batch_metadata"].training_phase == "train":
             for uid, rewards in group_rewards(output).items():

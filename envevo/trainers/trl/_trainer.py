@@ -142,14 +142,14 @@ class EnvevoGRPOTrainer(GRPOTrainer):
 
     def __init__(
         self,
-        *args: Any,
+        *args: object,
         scheduler: Scheduler | str = "el",
         scheduler_seed: int = 0,
         scheduler_options: dict[str, Any] | None = None,
         env_column: str = ENV_ID,
         allow_trl_harbor_env: bool = False,
         step_log: str | os.PathLike[str] | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> None:
         super().__init__(*args, **kwargs)
         ds = self.train_dataset

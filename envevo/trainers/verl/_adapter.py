@@ -227,7 +227,7 @@ class _ObservesFinishedGroups:
 class EnvevoReplayBuffer(_ObservesFinishedGroups, ReplayBuffer):
     """verl's sync ``ReplayBuffer`` (``trainer.v1.trainer_mode: sync``) feeding every finished group back."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: object) -> None:
         extra = self._envevo_init(kwargs, sync=True)
         super().__init__(**kwargs, **extra)
 
@@ -235,7 +235,7 @@ class EnvevoReplayBuffer(_ObservesFinishedGroups, ReplayBuffer):
 class EnvevoReplayBufferAsync(_ObservesFinishedGroups, ReplayBufferAsync):
     """verl's ``ReplayBufferAsync`` (the async trainer modes) feeding every finished group back."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: object) -> None:
         extra = self._envevo_init(kwargs, sync=False)
         super().__init__(**kwargs, **extra)
 
