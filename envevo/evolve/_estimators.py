@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from envevo.errors import UserError
 from envevo.store import LineageStore, RunPaths

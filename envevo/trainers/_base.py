@@ -134,7 +134,7 @@ class BatchDraws:
             self.queue = self.scheduler.next(self.batch)
         return self.queue.pop(0)
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, object]:
         return {"batch": self.batch, "queue": list(self.queue), "scheduler": self.scheduler.state_dict()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:

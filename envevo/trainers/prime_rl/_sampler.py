@@ -140,7 +140,7 @@ class EnvevoTaskSampler(_Base):  # type: ignore[misc,valid-type]
         self.last = self.scheduler.observe(env, rewards)
         self.observations += 1
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, object]:
         return {"format": STATE_FORMAT, "observations": self.observations, "scheduler": self.scheduler.state_dict()}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:

@@ -67,14 +67,14 @@ class EnvevoHarborDataset:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __getitem__(self, index: int) -> dict[str, Any]:
+    def __getitem__(self, index: int) -> dict[str, object]:
         env = self.draw()
         self.draws += 1
         path = str(self.rows[self.positions[env]]["task_dir"])
         return {"prompt": path, "env_class": None, "env_extras": {"data_source": path, ENV_ID: env},
                 "uid": f"{env}{UID_SEP}{self.draws}"}
 
-    def collate_fn(self, item_list: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def collate_fn(self, item_list: list[dict[str, object]]) -> list[dict[str, object]]:
         return item_list
 
     # ---------------------------------------------------------------- feedback and checkpoints
@@ -86,7 +86,7 @@ class EnvevoHarborDataset:
         self.observations.append(obs)
         return obs
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, object]:
         return {"format": STATE_FORMAT, "draws": self.draws, "queue": self.draw.state_dict()}
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
@@ -116,7 +116,7 @@ def group_rewards(output: GeneratorOutput) -> dict[str, list[float]]:
     return {uid: rs for uid, rs in groups.items() if not errors[uid]}
 
 
-def runner_of(generator: Any) -> RunnerSpec | None:
+def runner_of(generator: object) -> RunnerSpec | None:
     """The runner a SkyRL generator is: its own ``runner`` (envevo's live generator), SkyRL's Harbor generator (a class
     of its repository's examples, not of the package, so known by name), or None (another generator, not checked)."""
     spec = getattr(type(generator), "runner", None)
@@ -161,7 +161,7 @@ class EnvevoExpMixin:
             **dict(opts.get("options") or {}),
         )
 
-    def get_generator(self, cfg: Any, tokenizer: Any, inference_engine_client: Any) -> GeneratorInterface:
+    def get_generator(self, cfg: object, tokenizer: object, inference_engine_client: object) -> GeneratorInterface:
         inner = super().get_generator(cfg, tokenizer, inference_engine_client)  # type: ignore[misc]
         return EnvevoGenerator(inner, self.train_dataset)  # type: ignore[attr-defined]
 
