@@ -63,6 +63,15 @@ def depends(note: str) -> Honours:
     return Honours(Level.DEPENDS, note)
 
 
+#: What a runner honours whose every rollout is a live trial of envevo's runtime (OpenEnv's server, SkyRL's live
+#: generator): the task's own verifier mode, artifacts and collect hooks, its network policy, a prebuilt image.
+LIVE_TRIAL: Mapping[Capability, Honours] = {
+    Capability.BUILDS_IMAGES: yes(), Capability.SEPARATE_VERIFIER: yes(),
+    Capability.ARTIFACTS: yes("artifacts in the test; collect hooks by the same runtime"), Capability.NO_NETWORK: yes(),
+    Capability.PREBUILT_IMAGES: yes("envevo's runtime"),
+}
+
+
 @dataclass(frozen=True)
 class RunnerSpec:
     """One runner's capability constants: a name (``envevo export --runner NAME``), the label the docs use, the
