@@ -91,6 +91,20 @@ def check_export_rows(rows: Iterable[Mapping[str, Any]]) -> None:
                                 f"{actual[:12]}, exported {str(expected)[:12]}); re-export the run")
 
 
+TRAINER_STATE_FORMAT = 1  # the format of an adapter's checkpointed state (a dataset's, a sampler's)
+
+
+def trainer_state(**fields: object) -> dict[str, object]:
+    """An adapter's state for the trainer's checkpoint, marked with its format."""
+    return {"format": TRAINER_STATE_FORMAT, **fields}
+
+
+def check_trainer_state(state: Mapping[str, object], owner: str) -> None:
+    """Refuse a checkpointed state that another format wrote (`owner`: the adapter class, named in the error)."""
+    if state.get("format") != TRAINER_STATE_FORMAT:
+        raise ScheduleError(f"unknown {owner} state format {state.get('format')!r}")
+
+
 def build_scheduler(
     scheduler: Scheduler | str = "el",
     *,

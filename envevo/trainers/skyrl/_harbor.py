@@ -31,11 +31,18 @@ from typing import Any
 from skyrl.train.generators.base import GeneratorInput, GeneratorInterface, GeneratorOutput
 
 from envevo.schedule import Observation, ScheduleError, Scheduler
-from envevo.trainers._base import ENV_ID, BatchDraws, build_scheduler, read_export_index, row_positions
+from envevo.trainers._base import (
+    ENV_ID,
+    BatchDraws,
+    build_scheduler,
+    check_trainer_state,
+    read_export_index,
+    row_positions,
+    trainer_state,
+)
 from envevo.trainers._runner import RunnerSpec, check_tasks, task_configs
 from envevo.trainers.skyrl import HARBOR_GENERATOR
 
-STATE_FORMAT = 1
 UID_SEP = "#"
 
 
@@ -87,11 +94,10 @@ class EnvevoHarborDataset:
         return obs
 
     def state_dict(self) -> dict[str, object]:
-        return {"format": STATE_FORMAT, "draws": self.draws, "queue": self.draw.state_dict()}
+        return trainer_state(draws=self.draws, queue=self.draw.state_dict())
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
-        if state_dict.get("format") != STATE_FORMAT:
-            raise ScheduleError(f"unknown EnvevoHarborDataset state format {state_dict.get('format')!r}")
+        check_trainer_state(state_dict, "EnvevoHarborDataset")
         self.draw.load_state_dict(state_dict["queue"])
         self.draws = int(state_dict["draws"])
 

@@ -35,11 +35,10 @@ from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer, ReplayBufferAsync
 from verl.utils.dataset.rl_dataset import RLHFDataset
 
 from envevo.schedule import Observation, ScheduleError, Scheduler
-from envevo.trainers._base import ENV_ID, BatchDraws, build_scheduler, row_positions
+from envevo.trainers._base import ENV_ID, BatchDraws, build_scheduler, check_trainer_state, row_positions, trainer_state
 from envevo.trainers._runner import check_tasks, task_configs
 from envevo.trainers._runners import runner_spec
 
-STATE_FORMAT = 1
 TRAIN = "train"
 
 
@@ -121,13 +120,12 @@ class EnvevoRLHFDataset(RLHFDataset):
     def state_dict(self) -> dict[str, object]:
         if self.scheduler is None:
             return {}
-        return {"format": STATE_FORMAT, "draws": self.draw.state_dict()}
+        return trainer_state(draws=self.draw.state_dict())
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         if self.scheduler is None or not state_dict:
             return
-        if state_dict.get("format") != STATE_FORMAT:
-            raise ScheduleError(f"unknown EnvevoRLHFDataset state format {state_dict.get('format')!r}")
+        check_trainer_state(state_dict, "EnvevoRLHFDataset")
         self.draw.load_state_dict(state_dict["draws"])
 
 
