@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from envevo.store import LineageStore
 from envevo.verify import spec_of
 
 
-def mutant_scores(store: Any, lineage_id: str) -> dict[int, dict[str, Any]]:
+def mutant_scores(store: LineageStore, lineage_id: str) -> dict[int, dict[str, Any]]:
     """generation -> the accepted candidate's mutation verifier metrics (only generations that have them)."""
     scores: dict[int, dict[str, Any]] = {}
     for c in store.candidates(lineage_id):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from envevo.errors import UserError
 from envevo.store import LineageStore, RunPaths
@@ -49,7 +48,7 @@ def recorded_run_estimators(run: Path) -> list[str]:
         return recorded_estimator_names(store)
 
 
-def run_estimator(run: Path, **options: Any) -> ReferenceDistribution:
+def run_estimator(run: Path, **options: object) -> ReferenceDistribution:
     """The estimator `run` recorded its D_T under, rebuilt (see `envevo.trace.estimator_of`)."""
     names = recorded_run_estimators(run)
     if not names:

@@ -17,9 +17,10 @@ import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import ray
+from ray.actor import ActorHandle
 from ray.util.queue import Queue
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -29,7 +30,7 @@ from envevo.evolve._events import Event, Stage
 from envevo.evolve._executor import AsyncioExecutor
 from envevo.evolve._loop import GenerationWork
 from envevo.evolve._recorder import AddUsage, BufferRecorder, Record, StoreRecorder, replay
-from envevo.runtime import DEFAULT_ENGINE
+from envevo.runtime import DEFAULT_ENGINE, TrialOutcome, TrialSpec
 from envevo.task import Task, load_task, save
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def node_cache() -> Path:
     return Path(os.environ.get(CACHE_ENV) or Path(tempfile.gettempdir()) / "envevo-ray")
 
 
-def cached_task(task_hash: str, ref: Any) -> Task:
+def cached_task(task_hash: str, ref: ray.ObjectRef[Task]) -> Task:
     """The task `task_hash` from this node's cache, fetched from the object store only on the first use."""
     path = node_cache() / "tasks" / task_hash
     if path.is_dir():
@@ -78,7 +79,7 @@ class QuotaActor:
 class ActorLimiter:
     """A worker's (and the driver's) limiter: every sandbox start and stop asks the cluster's QuotaActor."""
 
-    def __init__(self, actor: Any):
+    def __init__(self, actor: ActorHandle[QuotaActor]):
         self.actor = actor
 
     async def acquire(self) -> None:
@@ -127,8 +128,8 @@ def _attach_usage(engine: Engine, rec: BufferRecorder) -> None:
     meter.on_usage = note
 
 
-def run_unit(work: GenerationWork, lineage: str, g: int, parent: Version, tasks: dict[str, Any], seed_hash: str,
-             events: Any, quota: Any, kills: frozenset[str] = frozenset()) -> UnitResult:
+def run_unit(work: GenerationWork, lineage: str, g: int, parent: Version, tasks: dict[str, ray.ObjectRef[Task]],
+             seed_hash: str, events: Queue, quota: ActorHandle[QuotaActor] | None, kills: frozenset[str]) -> UnitResult:
     """One generation on this worker (the body of the Ray task). `kills`: the parent's killed mutant keys, read from
     the driver's store."""
     from envevo.runtime import owner_id, remove_containers, set_limiter, sweep_orphans
@@ -164,7 +165,8 @@ def run_unit(work: GenerationWork, lineage: str, g: int, parent: Version, tasks:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def run_remote_trial(spec: Any, task_hash: str, tasks: dict[str, Any], quota: Any) -> Any:
+def run_remote_trial(spec: TrialSpec, task_hash: str, tasks: dict[str, ray.ObjectRef[Task]],
+                     quota: ActorHandle[QuotaActor] | None) -> TrialOutcome:
     """One trial on this worker (the body of the Ray task for verify and rollout): the task from the node's cache."""
     from envevo.runtime import owner_id, remove_containers, run_trial, set_limiter
 
@@ -174,13 +176,15 @@ def run_remote_trial(spec: Any, task_hash: str, tasks: dict[str, Any], quota: An
     task_dir = save(cached_task(task_hash, tasks[task_hash]), root / spec.task_dir.name)  # a copy: the cache stays
     engine = _local_engine(spec.env)
     try:
-        return asyncio.run(run_trial(spec.model_copy(update={"task_dir": task_dir, "trials_dir": root / "trials"})))
+        outcome: TrialOutcome = asyncio.run(run_trial(spec.model_copy(update={"task_dir": task_dir,
+                                                                               "trials_dir": root / "trials"})))
+        return outcome
     finally:
         if engine:
             remove_containers(engine, owner_id())
 
 
-async def cancel_remote(ref: Any, env: str, grace: float = 30) -> None:
+async def cancel_remote[T](ref: ray.ObjectRef[T], env: str, grace: float = 30) -> None:
     """Cancel a Ray task and wait (up to `grace` s) for it to end: its worker removes its sandboxes on the way
     out. One that does not end is killed, and what it left on this host is swept now; on another node, by the
     next unit that starts there."""
@@ -195,7 +199,7 @@ async def cancel_remote(ref: Any, env: str, grace: float = 30) -> None:
         await asyncio.to_thread(sweep_orphans, engine)
 
 
-async def _settled(ref: Any, timeout: float) -> bool:
+async def _settled[T](ref: ray.ObjectRef[T], timeout: float) -> bool:
     try:
         await asyncio.wait_for(asyncio.wrap_future(ref.future()), timeout)
     except TimeoutError:
@@ -211,9 +215,9 @@ class RayTrialRunner:
 
     def __init__(self, executor: RayExecutor):
         self.executor = executor
-        self._loaded: dict[Path, tuple[str, Any]] = {}
+        self._loaded: dict[Path, tuple[str, ray.ObjectRef[Task]]] = {}
 
-    async def __call__(self, spec: Any) -> Any:
+    async def __call__(self, spec: TrialSpec) -> TrialOutcome:
         ex = self.executor
         ex._connect()
         if ex.quota is None:
@@ -235,14 +239,14 @@ class RayTrialRunner:
 class RayExecutor(AsyncioExecutor):
     """Lineages are asyncio tasks on the driver, as with asyncio; each generation runs as a Ray task."""
 
-    def __init__(self, address: str | None = None, max_retries: int = 3, **options: Any):
+    def __init__(self, address: str | None = None, max_retries: int = 3, **options: object):
         self.address = address
         self.max_retries = max_retries
-        self._objects: dict[str, Any] = {}  # task hash -> object ref, put once per run
-        self._work: Any = None
-        self._events: Any = None
+        self._objects: dict[str, ray.ObjectRef[Task]] = {}  # task hash -> object ref, put once per run
+        self._work: ray.ObjectRef[GenerationWork] | None = None
+        self._events: Queue | None = None
         self._pump: asyncio.Task[None] | None = None
-        self.quota: Any = None
+        self.quota: ActorHandle[QuotaActor] | None = None
         self._env = DEFAULT_ENGINE
 
     def _connect(self) -> None:
@@ -255,7 +259,7 @@ class RayExecutor(AsyncioExecutor):
     def trial_runner(self) -> RayTrialRunner:
         return RayTrialRunner(self)
 
-    def _task_ref(self, runner: LineageRunner, task_hash: str) -> Any:
+    def _task_ref(self, runner: LineageRunner, task_hash: str) -> ray.ObjectRef[Task]:
         if task_hash not in self._objects:
             self._objects[task_hash] = ray.put(runner.store.load_version_task(task_hash))
         return self._objects[task_hash]
@@ -264,6 +268,7 @@ class RayExecutor(AsyncioExecutor):
         """Workers' events, shown live on the driver's progress view."""
         while True:
             try:
+                assert self._events is not None  # made before the pump starts
                 batch = self._events.get_nowait_batch(self._events.qsize())
             except Exception:  # the queue actor went away with the cluster
                 return
@@ -318,13 +323,15 @@ class RayExecutor(AsyncioExecutor):
         return result.reason
 
 
-def _cluster_quota(placement: Any) -> Any:
+def _cluster_quota(placement: NodeAffinitySchedulingStrategy) -> ActorHandle[QuotaActor] | None:
     """The QuotaActor for the driver's quotas, installed for the driver's own trials too; None without quotas."""
     from envevo.runtime import quota_settings, set_limiter
 
     max_sandboxes, start_rate = quota_settings()
     if max_sandboxes is None and start_rate is None:
         return None
-    actor = ray.remote(num_cpus=0, scheduling_strategy=placement)(QuotaActor).remote(max_sandboxes, start_rate)
+    # options(): ray's typed remote(**options) leaves NodeAffinitySchedulingStrategy out; the same call otherwise
+    actor = ray.remote(QuotaActor).options(num_cpus=0, scheduling_strategy=placement).remote(max_sandboxes, start_rate)
+    assert isinstance(actor, ActorHandle)
     set_limiter(ActorLimiter(actor))
     return actor

@@ -43,6 +43,7 @@ from envevo.llm._rubric import (
     append_criteria,
     check_judgements,
     default_rubric,
+    judge_every_criterion,
     load_rubric,
     score,
 )
@@ -90,6 +91,7 @@ __all__ = [
     "append_criteria",
     "attach_store",
     "check_judgements",
+    "judge_every_criterion",
     "cut_replies",
     "default_rubric",
     "latest_verdicts",

@@ -24,10 +24,11 @@ import tomllib
 from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_ai import Agent, ModelRetry
 
 from envevo.llm._errors import LLMConfigError
 
@@ -177,6 +178,24 @@ def check_judgements(rubric: Rubric, judgements: Sequence[Judgement]) -> list[st
     if dupes:
         problems.append(f"judge each criterion once; repeated: {', '.join(dupes)}")
     return problems
+
+
+class Judged(Protocol):
+    """A model's answer that judges a rubric's criteria (a plan review, a task review)."""
+
+    @property
+    def criteria(self) -> Sequence[Judgement]: ...
+
+
+def judge_every_criterion[T: Judged](agent: Agent[object, T], rubric: Rubric) -> None:
+    """Make `agent` answer again, told what is wrong, until its answer judges every criterion of `rubric` once."""
+
+    @agent.output_validator
+    def _complete(out: T) -> T:
+        problems = check_judgements(rubric, out.criteria)
+        if problems:
+            raise ModelRetry("; ".join(problems))
+        return out
 
 
 def score(rubric: Rubric, judgements: Sequence[Judgement], excused: Iterable[str] = ()) -> tuple[bool, float]:

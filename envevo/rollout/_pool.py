@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import random
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from envevo.errors import UserError
 from envevo.task import expand_task_dirs, load_task
@@ -20,17 +21,50 @@ POOL_FILE = "pool.json"
 UNCATEGORIZED = "(none)"
 
 
-def _category(config: dict[str, Any]) -> str | None:
+class PoolTask(TypedDict):
+    """A candidate task of the pool: its name, where it is, its content hash and its category."""
+
+    task: str
+    path: str
+    hash: str
+    category: str
+
+
+class Duplicate(TypedDict):
+    """A task skipped because another has the same content."""
+
+    path: str
+    same_as: str
+
+
+class PooledTask(PoolTask):
+    pool_path: str  # its copy, relative to the pool dir
+
+
+class SeedPool(TypedDict):
+    """pool.json: what was drawn, from what, and the drawn tasks."""
+
+    per_category: int
+    seed: int
+    categories: list[str]
+    size: int
+    composition: dict[str, dict[str, int]]  # category -> {available, drawn}
+    left_out: dict[str, int]  # category not asked for -> its task count
+    duplicates: list[Duplicate]
+    tasks: list[PooledTask]
+
+
+def _category(config: Mapping[str, object]) -> str | None:
     meta = config.get("metadata")
     value = meta.get("category") if isinstance(meta, dict) else None
     return str(value).strip() or None if value is not None else None
 
 
-def categorize(tasks: list[Path]) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
+def categorize(tasks: list[Path]) -> tuple[dict[str, list[PoolTask]], list[Duplicate]]:
     """(category -> its distinct tasks, in path order; tasks that share another's content, skipped)."""
-    by_category: dict[str, list[dict[str, Any]]] = {}
+    by_category: dict[str, list[PoolTask]] = {}
     seen: dict[str, str] = {}
-    duplicates: list[dict[str, Any]] = []
+    duplicates: list[Duplicate] = []
     for path in sorted(expand_task_dirs(tasks), key=str):
         task = load_task(path)
         digest = task.content_hash()
@@ -45,7 +79,7 @@ def categorize(tasks: list[Path]) -> tuple[dict[str, list[dict[str, Any]]], list
 
 
 def seed_pool(tasks: list[Path], out_dir: Path, per_category: int, *, categories: list[str] | None = None,
-              seed: int = 0, overwrite: bool = False) -> dict[str, Any]:
+              seed: int = 0, overwrite: bool = False) -> SeedPool:
     """Draw `per_category` tasks from each category (all found ones unless `categories`), copy them to
     `out_dir/tasks/` and write `out_dir/pool.json`; returns that document."""
     if per_category < 1:
@@ -78,7 +112,7 @@ def seed_pool(tasks: list[Path], out_dir: Path, per_category: int, *, categories
         shutil.rmtree(out_dir)
     (out_dir / "tasks").mkdir(parents=True)
     names: set[str] = set()
-    pool = []
+    pool: list[PooledTask] = []
     for chosen in drawn.values():
         for t in chosen:
             name = Path(t["path"]).name
@@ -87,7 +121,7 @@ def seed_pool(tasks: list[Path], out_dir: Path, per_category: int, *, categories
             names.add(name)
             shutil.copytree(t["path"], out_dir / "tasks" / name, symlinks=True)
             pool.append({**t, "pool_path": f"tasks/{name}"})
-    doc = {
+    doc: SeedPool = {
         "per_category": per_category,
         "seed": seed,
         "categories": sorted(wanted),

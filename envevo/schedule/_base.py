@@ -19,8 +19,8 @@ from __future__ import annotations
 import inspect
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, TypedDict
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -49,6 +49,15 @@ class Observation(BaseModel):
     """This group passed the environment: the curriculum moved on."""
     deferred: bool = False
     """This group deferred the environment (patience ran out at 0 passes)."""
+
+
+class ObservationFlags(TypedDict, total=False):
+    """What a scheduler's `_observe` says of a group, beyond the base statistics (the :class:`Observation` flags)."""
+
+    keep: bool
+    late: bool
+    advanced: bool
+    deferred: bool
 
 
 class Scheduler(ABC):
@@ -145,7 +154,7 @@ class Scheduler(ABC):
             self.counters["dropped"] += 1
         return Observation(env_id=env_id, passes=passes, n=len(r), solicited=solicited, **flags)
 
-    def stats(self, env_id: str) -> dict[str, Any]:
+    def stats(self, env_id: str) -> dict[str, str | int | float | None]:
         """What the scheduler knows about one environment."""
         i = self.table.position(env_id)
         rate = self._last_rate[i]
@@ -161,7 +170,7 @@ class Scheduler(ABC):
             "late_groups": int(self._late[i]),
         }
 
-    def progress(self) -> dict[str, Any]:
+    def progress(self) -> dict[str, object]:
         """Counters for logging (served, observed, late, unsolicited, dropped groups) plus scheduler-specific ones."""
         return {"scheduler": self.name, "environments": len(self.table), **self.counters}
 
@@ -209,14 +218,14 @@ class Scheduler(ABC):
     def _select(self, n: int) -> Sequence[int]:
         """n environment indices to serve next."""
 
-    def _observe(self, i: int, rewards: list[float], passes: int) -> dict[str, Any]:
+    def _observe(self, i: int, rewards: list[float], passes: int) -> ObservationFlags:
         """Scheduler-specific bookkeeping after the base statistics were updated; returns Observation flags."""
         return {}
 
-    def _extra_state(self) -> dict[str, Any]:
+    def _extra_state(self) -> dict[str, object]:
         return {}
 
-    def _load_extra_state(self, extra: dict[str, Any]) -> None:
+    def _load_extra_state(self, extra: Mapping[str, object]) -> None:
         return None
 
     def _uniform(self, n: int, pool: np.ndarray | None = None) -> list[int]:

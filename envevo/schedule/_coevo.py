@@ -15,11 +15,10 @@ over the skills it introduced (those not in its seed); variants are drawn ∝ ex
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
-from envevo.schedule._base import Scheduler
+from envevo.schedule._base import ObservationFlags, Scheduler
 from envevo.schedule._records import EnvTable, Lineages
 
 
@@ -87,7 +86,7 @@ class CoevoScheduler(Scheduler):
             out += self._variants[self._rng.choice(len(self._variants), size=n_var, p=self.variant_weights())].tolist()
         return out
 
-    def _observe(self, i: int, rewards: list[float], passes: int) -> dict[str, Any]:
+    def _observe(self, i: int, rewards: list[float], passes: int) -> ObservationFlags:
         fail = 1.0 - passes / len(rewards)
         for k in set(self._env_skills[i]):
             self._weak[k] = (1.0 - self.ema) * self._weak[k] + self.ema * fail

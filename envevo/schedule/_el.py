@@ -35,13 +35,14 @@ ones are passed (or deferred).
 from __future__ import annotations
 
 import heapq
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from envevo.schedule._base import Scheduler
-from envevo.schedule._records import EnvTable, Lineages, ScheduleError
+from envevo.schedule._base import ObservationFlags, Scheduler
+from envevo.schedule._records import EnvTable, Lineages, ScheduleError, state_int
 from envevo.schedule._stats import beta_sf
 
 PENDING, PASSED, DEFERRED = 0, 1, 2
@@ -79,7 +80,7 @@ class ELScheduler(Scheduler):
         pass_threshold: float = 1.0,
         patience: int | None = None,
         frontier: bool = False,
-        beta: BetaAdvance | dict[str, Any] | None = None,
+        beta: BetaAdvance | dict[str, object] | None = None,
         order: Literal["shuffle", "difficulty"] = "shuffle",
     ) -> None:
         super().__init__(lineages, group_size=group_size, seed=seed, pass_threshold=pass_threshold)
@@ -208,7 +209,7 @@ class ELScheduler(Scheduler):
             return beta_sf(self.tau, float(self._alpha[i]), float(self._beta[i])) >= self.beta.confidence
         return passes > self.tau * max(n, self.group_size) + _EPS
 
-    def _observe(self, i: int, rewards: list[float], passes: int) -> dict[str, Any]:
+    def _observe(self, i: int, rewards: list[float], passes: int) -> ObservationFlags:
         n = len(rewards)
         status = int(self._status[i])
         self._zero_streak[i] = self._zero_streak[i] + 1 if passes == 0 else 0
@@ -217,7 +218,7 @@ class ELScheduler(Scheduler):
             g = self.beta.discount
             self._alpha[i] = a0 + g * (self._alpha[i] - a0) + passes
             self._beta[i] = b0 + g * (self._beta[i] - b0) + (n - passes)
-        flags: dict[str, Any] = {"late": status != PENDING}
+        flags: ObservationFlags = {"late": status != PENDING}
         if status == PASSED:
             return flags
         if self._passes_group(i, n, passes):
@@ -235,7 +236,7 @@ class ELScheduler(Scheduler):
     def status_of(self, env_id: str) -> str:
         return ("pending", "passed", "deferred")[int(self._status[self.table.position(env_id)])]
 
-    def progress(self) -> dict[str, Any]:
+    def progress(self) -> dict[str, object]:
         w = self._front(None)
         return {
             **super().progress(),
@@ -247,12 +248,12 @@ class ELScheduler(Scheduler):
             "finished": self._finished,
         }
 
-    def _extra_state(self) -> dict[str, Any]:
+    def _extra_state(self) -> dict[str, object]:
         return {"tau": self.tau, "patience": self.patience, "frontier": self.frontier,
                 "beta": self.beta.model_dump(mode="json") if self.beta else None, "order": self.order,
                 "key": self._key.tolist(), "revisits": self._revisits}
 
-    def _load_extra_state(self, extra: dict[str, Any]) -> None:
+    def _load_extra_state(self, extra: Mapping[str, object]) -> None:
         mine = {"tau": self.tau, "patience": self.patience, "frontier": self.frontier,
                 "beta": self.beta.model_dump(mode="json") if self.beta else None, "order": self.order}
         theirs = {k: extra.get(k) for k in mine}
@@ -261,5 +262,5 @@ class ELScheduler(Scheduler):
         if mine != theirs:
             raise ScheduleError(f"this EL state was saved with other options: {theirs}, not {mine}")
         self._key = np.asarray(extra["key"], dtype=np.int64)
-        self._revisits = int(extra["revisits"])
+        self._revisits = state_int(extra["revisits"])
         self._reset_frontier()

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from envevo.schedule._base import Scheduler
+from envevo.schedule._base import ObservationFlags, Scheduler
 from envevo.schedule._records import EnvTable, Lineages
 
 
@@ -66,7 +64,7 @@ class PLRScheduler(Scheduler):
             out += seen[self._rng.choice(len(seen), size=n - n_new, p=p)].tolist()
         return out
 
-    def _observe(self, i: int, rewards: list[float], passes: int) -> dict[str, Any]:
+    def _observe(self, i: int, rewards: list[float], passes: int) -> ObservationFlags:
         m = sum(rewards) / len(rewards)
         self._score[i] = sum(abs(r - m) for r in rewards) / len(rewards)
         self._scored[i] = True

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from envevo.schedule._base import Scheduler
+from envevo.schedule._base import ObservationFlags, Scheduler
 from envevo.schedule._records import EnvTable, Lineages
 
 NORMAL, EASY, HARD = 0, 1, 2
@@ -45,7 +43,7 @@ class PoolsScheduler(Scheduler):
         out = self._uniform(n_easy, easy) + self._uniform(n_hard, hard) + self._uniform(n_normal, normal)
         return out + self._uniform(n - len(out))
 
-    def _observe(self, i: int, rewards: list[float], passes: int) -> dict[str, Any]:
+    def _observe(self, i: int, rewards: list[float], passes: int) -> ObservationFlags:
         mean = sum(rewards) / len(rewards)
         self._pool[i] = EASY if mean >= self.easy_threshold else HARD if mean <= self.hard_threshold else NORMAL
         return {}

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -25,6 +24,13 @@ from envevo.trace import Trace
 
 class ScheduleError(UserError, ValueError):
     """Input a scheduler cannot use: an empty pool, duplicate ids, an unknown id, a foreign state dict."""
+
+
+def state_int(value: object) -> int:
+    """An integer of a saved scheduler state (JSON); anything that is not a number is a :class:`ScheduleError`."""
+    if isinstance(value, (int, float, str)):
+        return int(value)
+    raise ScheduleError(f"a scheduler state holds {value!r} where a number belongs; the state file is damaged")
 
 
 class EnvRecord(BaseModel):
@@ -41,7 +47,7 @@ class EnvRecord(BaseModel):
     task_hash: str | None = None
 
 
-type Lineages = Sequence[Sequence[EnvRecord | Mapping[str, Any]]] | Sequence[EnvRecord | Mapping[str, Any]]
+type Lineages = Sequence[Sequence[EnvRecord | Mapping[str, object]]] | Sequence[EnvRecord | Mapping[str, object]]
 
 
 def _record(x: object) -> EnvRecord:

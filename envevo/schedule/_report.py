@@ -7,7 +7,7 @@ import html
 import io
 import json
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import matplotlib
 
@@ -18,6 +18,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from envevo.schedule._simulate import SIMULATION_LABEL, SimulationResult  # noqa: E402
+from envevo.schedule._stats import MeanCI  # noqa: E402
 
 TABLE_METRICS: tuple[tuple[str, str, int], ...] = (
     ("partial_frac_early", "partial groups, first {early} steps", 3),
@@ -34,7 +35,7 @@ PAIRED_METRICS = ("partial_frac_early", "reward_early", "partial_frac", "reward"
                   "heldout_gain_per_10k", "rollouts_per_mastered")
 
 
-def fmt_ci(s: dict[str, Any], digits: int) -> str:
+def fmt_ci(s: MeanCI, digits: int) -> str:
     if s.get("mean") is None:
         return "-"
     m = f"{s['mean']:.{digits}f}"
@@ -43,12 +44,13 @@ def fmt_ci(s: dict[str, Any], digits: int) -> str:
     return f"{m} [{s['lo']:.{digits}f}, {s['hi']:.{digits}f}]"
 
 
-def fmt_pm(s: dict[str, Any], digits: int) -> str:
+def fmt_pm(s: MeanCI, digits: int) -> str:
     """Compact form for terminals: mean ± half-width of the (symmetric) 95% t-interval."""
     if s.get("mean") is None:
         return "-"
     m = f"{s['mean']:.{digits}f}"
-    return m if s.get("lo") is None else f"{m}±{(s['hi'] - s['lo']) / 2:.{digits}f}"
+    lo, hi = s.get("lo"), s.get("hi")
+    return m if lo is None or hi is None else f"{m}±{(hi - lo) / 2:.{digits}f}"
 
 
 SHORT_TITLES = {
@@ -95,7 +97,12 @@ def _style(ax: Axes, result: SimulationResult) -> None:
         ax.set_prop_cycle(color=plt.cm.tab20.colors)  # type: ignore[attr-defined]
 
 
-def _line(spec: str, result: SimulationResult) -> dict[str, Any]:
+class _LineStyle(TypedDict):
+    lw: float
+    ls: str
+
+
+def _line(spec: str, result: SimulationResult) -> _LineStyle:
     """The reference scheduler thick; extensions ("el+…") dashed."""
     return {"lw": 1.8 if spec == result.reference else 1.0, "ls": "--" if "+" in spec else "-"}
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
-from envevo.schedule._base import Scheduler
+from envevo.schedule._base import ObservationFlags, Scheduler
 from envevo.schedule._records import EnvTable, Lineages
 
 
@@ -44,7 +43,7 @@ class SFLScheduler(Scheduler):
         n_buf = int(round(self.rho * n)) if len(buf) else 0
         return self._uniform(n_buf, buf) + self._uniform(n - n_buf)
 
-    def _observe(self, i: int, rewards: list[float], passes: int) -> dict[str, Any]:
+    def _observe(self, i: int, rewards: list[float], passes: int) -> ObservationFlags:
         rate = passes / len(rewards)
         old = self._phat[i]
         self._phat[i] = rate if np.isnan(old) else (1.0 - self.ema) * old + self.ema * rate

@@ -28,8 +28,7 @@ from __future__ import annotations
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -37,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from envevo.schedule._base import make_scheduler, parse_spec
 from envevo.schedule._learner import LearnerConfig, SyntheticLearner
 from envevo.schedule._records import EnvRecord, EnvTable, Lineages, ScheduleError, normalize_lineages
-from envevo.schedule._stats import mean_ci
+from envevo.schedule._stats import MeanCI, mean_ci
 
 METRICS: tuple[str, ...] = (
     "partial_frac_early",
@@ -80,18 +79,18 @@ class RunResult(BaseModel):
     partial_curve: list[float]
     reward_curve: list[float]
     heldout_curve: list[tuple[int, float]]
-    progress: dict[str, Any]
+    progress: dict[str, object]
 
 
 class SimulationResult(BaseModel):
     simulation: bool = True
     label: str = SIMULATION_LABEL
     config: SimConfig
-    pool: dict[str, Any]
+    pool: dict[str, object]
     schedulers: list[str]
-    summary: dict[str, dict[str, dict[str, Any]]]
+    summary: dict[str, dict[str, MeanCI]]
     """scheduler -> metric -> {mean, lo, hi, n}"""
-    paired: dict[str, dict[str, dict[str, Any]]]
+    paired: dict[str, dict[str, MeanCI]]
     """scheduler -> metric -> difference from the reference scheduler, paired by seed: {mean, lo, hi, n}"""
     reference: str
     notes: dict[str, list[str]]
@@ -108,7 +107,7 @@ def split_heldout(
     return train, held
 
 
-def _stream_seed(*parts: Any) -> np.random.SeedSequence:
+def _stream_seed(*parts: object) -> np.random.SeedSequence:
     return np.random.SeedSequence([zlib.crc32("|".join(map(str, parts)).encode())])
 
 
@@ -207,7 +206,7 @@ def simulate(
     config: SimConfig | None = None,
     *,
     heldout: Lineages | None = None,
-    pool: dict[str, Any] | None = None,
+    pool: Mapping[str, object] | None = None,
     on_run: Callable[[RunResult], None] | None = None,
 ) -> SimulationResult:
     """Run every scheduler for ``config.seeds`` seeds on ``lineages``; held-out success is measured on
@@ -245,8 +244,8 @@ def simulate(
         if spec_notes:
             notes[spec] = spec_notes
     reference = "el" if "el" in specs else specs[0]
-    summary: dict[str, dict[str, dict[str, Any]]] = {}
-    paired: dict[str, dict[str, dict[str, Any]]] = {}
+    summary: dict[str, dict[str, MeanCI]] = {}
+    paired: dict[str, dict[str, MeanCI]] = {}
     by = {(r.scheduler, r.seed): r for r in runs}
     seeds = [config.seed + k for k in range(config.seeds)]
     for spec in specs:

@@ -61,7 +61,11 @@ def t975(df: int) -> float:
     return _T975[df - 1] if df <= 30 else 1.96 + 2.4 / df
 
 
-def mean_ci(values: Sequence[float | None]) -> dict[str, float | int | None]:
+MeanCI = dict[str, float | int | None]
+"""A mean and its 95% interval over runs: {mean, lo, hi, n}."""
+
+
+def mean_ci(values: Sequence[float | None]) -> MeanCI:
     """Mean and 95% t interval over runs; None values (a metric undefined in that run) are left out."""
     xs = [float(v) for v in values if v is not None and math.isfinite(v)]
     n = len(xs)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
-from envevo.schedule._base import Scheduler
-from envevo.schedule._records import EnvTable, Lineages
+from envevo.schedule._base import ObservationFlags, Scheduler
+from envevo.schedule._records import EnvTable, Lineages, state_int
 
 
 class RandomScheduler(Scheduler):
@@ -36,14 +36,14 @@ class DAPOScheduler(Scheduler):
         self.pending_refill = max(0, self.pending_refill - n)
         return self._uniform(n)
 
-    def _observe(self, i: int, rewards: list[float], passes: int) -> dict[str, Any]:
+    def _observe(self, i: int, rewards: list[float], passes: int) -> ObservationFlags:
         keep = max(rewards) != min(rewards)
         if not keep:
             self.pending_refill += 1
         return {"keep": keep}
 
-    def _extra_state(self) -> dict[str, Any]:
+    def _extra_state(self) -> dict[str, object]:
         return {"pending_refill": self.pending_refill}
 
-    def _load_extra_state(self, extra: dict[str, Any]) -> None:
-        self.pending_refill = int(extra.get("pending_refill", 0))
+    def _load_extra_state(self, extra: Mapping[str, object]) -> None:
+        self.pending_refill = state_int(extra.get("pending_refill", 0))

@@ -8,7 +8,6 @@ import sqlite3
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
 
 from envevo.store._blobs import TaskBlobs
 from envevo.store._db import Database
@@ -31,7 +30,7 @@ class StoreBase:
     def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
         return self._db.tx()
 
-    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+    def _rows(self, sql: str, params: Sequence[object] = ()) -> list[sqlite3.Row]:
         return self._db.rows(sql, params)
 
     # ---- task versions ------------------------------------------------------------------------

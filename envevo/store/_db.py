@@ -14,7 +14,6 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from envevo.store._encode import now
 from envevo.store._models import StoreError
@@ -63,7 +62,7 @@ class Database:
                     raise
                 raise self.damaged(e) from e
 
-    def insert(self, sql: str, params: Sequence[Any], *, missing: str | None = None) -> int:
+    def insert(self, sql: str, params: Sequence[object], *, missing: str | None = None) -> int:
         """One ``INSERT … RETURNING id`` in its own transaction; with ``missing``, a row it refers to that does not
         exist (a foreign-key failure) is a :class:`StoreError` with that message."""
         with self.tx() as c:
@@ -74,7 +73,7 @@ class Database:
                     raise
                 raise StoreError(missing) from e
 
-    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+    def rows(self, sql: str, params: Sequence[object] = ()) -> list[sqlite3.Row]:
         with self.lock:
             try:
                 return self.conn.execute(sql, params).fetchall()

@@ -18,7 +18,7 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def to_json(obj: Any) -> str | None:
+def to_json(obj: object) -> str | None:
     """A JSON column's text (NULL for None); pydantic models as their own JSON."""
     if obj is None:
         return None
@@ -27,7 +27,7 @@ def to_json(obj: Any) -> str | None:
     return json.dumps(obj, default=json_default)
 
 
-def json_default(obj: Any) -> Any:
+def json_default(obj: object) -> object:
     if isinstance(obj, BaseModel):
         return obj.model_dump(mode="json")
     if isinstance(obj, set | frozenset):
@@ -35,7 +35,7 @@ def json_default(obj: Any) -> Any:
     return str(obj)
 
 
-def as_dict(obj: Any) -> Any:
+def as_dict(obj: object) -> object:
     """Plain JSON data of a model, a dict or a list (what a row's JSON column will read back as)."""
     if obj is None:
         return None

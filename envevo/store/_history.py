@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+
+from pydantic import BaseModel
 
 from envevo.store._base import StoreBase
 from envevo.store._encode import as_dict, direction_value, from_json, now, to_json
@@ -63,13 +64,13 @@ class GenerationHistory(StoreBase):
 
     def _attempt_rows(self, table: str, lineage_id: str, generation: int | None) -> list[sqlite3.Row]:
         sql = f"SELECT * FROM {table} WHERE lineage_id = ?"
-        params: list[Any] = [lineage_id]
+        params: list[object] = [lineage_id]
         if generation is not None:
             sql, params = sql + " AND generation = ?", [*params, generation]
         return self._rows(sql + " ORDER BY id", params)
 
     def _insert_attempt(
-        self, table: str, lineage_id: str, generation: int, direction: str, attempt: int, **columns: Any
+        self, table: str, lineage_id: str, generation: int, direction: str, attempt: int, **columns: object
     ) -> int:
         """Insert a plan or candidate row into the current try of its generation; return the row's id."""
         with self._tx() as c:
@@ -91,8 +92,8 @@ class GenerationHistory(StoreBase):
         generation: int,
         direction: Direction | str,
         attempt: int,
-        proposal: Any | None,
-        review: Any | None,
+        proposal: BaseModel | Mapping[str, object] | None,
+        review: BaseModel | Mapping[str, object] | None,
         *,
         accepted: bool | None = None,
         feedback: str | None = None,
@@ -169,12 +170,12 @@ class GenerationHistory(StoreBase):
         verifier: str,
         passed: bool,
         reasons: Iterable[str] = (),
-        runs: Iterable[Any] = (),
+        runs: Iterable[BaseModel | Mapping[str, object]] = (),
         *,
         inconclusive: bool = False,
         notes: Iterable[str] = (),
-        metrics: dict[str, Any] | None = None,
-        findings: Iterable[Any] = (),
+        metrics: Mapping[str, object] | None = None,
+        findings: Iterable[BaseModel | Mapping[str, object]] = (),
         wall_seconds: float | None = None,
     ) -> int:
         """Record one verifier's verdict on a candidate; ``runs`` are TrialOutcome models (or dicts), ``findings``

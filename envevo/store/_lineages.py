@@ -30,7 +30,7 @@ def slugify(name: str) -> str:
 
 class Lineages(StoreBase):
     # ---- run config ---------------------------------------------------------------------------
-    def set_run_config(self, config: Mapping[str, Any]) -> None:
+    def set_run_config(self, config: Mapping[str, object]) -> None:
         """Record the run's settings (engine, effort, generations, seed, …), replacing earlier ones."""
         stamp = now()
         text = json.dumps(dict(config), default=json_default, sort_keys=True)

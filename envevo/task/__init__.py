@@ -14,7 +14,7 @@ from envevo.task._args import (
     unique_by_hash,
 )
 from envevo.task._components import COMPONENTS, Component, check_component, component_of
-from envevo.task._config import CURRENT_SCHEMA_VERSION, TaskWarning
+from envevo.task._config import CURRENT_SCHEMA_VERSION, TaskWarning, value_at
 from envevo.task._diff import ComponentDiff, FileChange, TaskDiff, diff_tasks, files_kept
 from envevo.task._files import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_TOTAL_BYTES, TaskFile, lf_scripts, safe_relpath
 from envevo.task._heredoc import find_heredocs, rewrite_heredocs, without_heredoc_bodies
@@ -60,6 +60,7 @@ from envevo.task._load import (
 from envevo.task._model import Task
 
 __all__ = [
+    "value_at",
     "PASS_ENV_VAR",
     "COMPONENTS",
     "CURRENT_SCHEMA_VERSION",

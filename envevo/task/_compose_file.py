@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import posixpath
-from typing import Any
+from collections.abc import Mapping
 
 import yaml
 
@@ -13,7 +13,7 @@ from envevo.task._files import normjoin
 COMPOSE_NAMES = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
 
 
-def parse_yaml(text: str, where: str) -> Any:
+def parse_yaml(text: str, where: str) -> object:
     try:
         return yaml.safe_load(text)
     except yaml.MarkedYAMLError as e:
@@ -24,7 +24,7 @@ def parse_yaml(text: str, where: str) -> Any:
         raise TaskError(f"{where}: malformed YAML: {e}; fix the syntax") from e
 
 
-def parse_compose(text: str, where: str) -> dict[str, Any]:
+def parse_compose(text: str, where: str) -> dict[str, object]:
     data = parse_yaml(text, where)
     if data is None:
         data = {}
@@ -36,10 +36,16 @@ def parse_compose(text: str, where: str) -> dict[str, Any]:
     return data
 
 
-def check_compose_paths(data: dict[str, Any], compose_relpath: str, where: str) -> None:
+def compose_services(data: Mapping[str, object]) -> dict[str, object]:
+    """The services of a compose mapping `parse_compose` returned (checked to be a mapping there), by name."""
+    services = data.get("services")
+    return services if isinstance(services, dict) else {}
+
+
+def check_compose_paths(data: Mapping[str, object], compose_relpath: str, where: str) -> None:
     """Reject build contexts and relative bind mounts that reach outside the task directory."""
     base = posixpath.dirname(compose_relpath)
-    for name, svc in (data.get("services") or {}).items():
+    for name, svc in compose_services(data).items():
         if not isinstance(svc, dict):
             raise TaskError(f"{where}: service {name!r} must be a mapping of settings")
         build = svc.get("build")

@@ -12,7 +12,7 @@ import re
 import tomllib
 import warnings
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 import tomli_w
 
@@ -36,11 +36,12 @@ def parse_toml(text: str, where: str) -> dict[str, Any]:
         raise TaskError(f"{where}: malformed TOML: {e}; fix the syntax at that line") from e
 
 
-def render_toml(data: Mapping[str, Any]) -> str:
+def render_toml(data: Mapping[str, object]) -> str:
     """Render a dict as TOML with ``[section]`` and ``[[array]]`` headers (tomli_w writes
     arrays of tables inline, which is valid but hard to read and edit)."""
     clean = _without_none(dict(data))
-    ordered: dict[str, Any] = {}
+    assert isinstance(clean, dict)
+    ordered: dict[str, object] = {}
     if "schema_version" in clean:
         ordered["schema_version"] = clean["schema_version"]
     for key, value in clean.items():
@@ -57,7 +58,7 @@ def render_toml(data: Mapping[str, Any]) -> str:
     return text
 
 
-def _render_table(table: Mapping[str, Any], prefix: list[str]) -> str:
+def _render_table(table: Mapping[str, object], prefix: list[str]) -> str:
     out: list[str] = []
     for key, value in table.items():
         if not _is_table(value) and not _is_table_array(value):
@@ -81,7 +82,7 @@ def _key(key: str) -> str:
     return key if _BARE_KEY.match(key) else json.dumps(key, ensure_ascii=False)
 
 
-def _value(value: Any) -> str:
+def _value(value: object) -> str:
     """One TOML value. Arrays and inline tables stay on one line (tomli_w would spread every
     array over several lines); scalars are formatted by tomli_w."""
     if isinstance(value, list):
@@ -91,15 +92,15 @@ def _value(value: Any) -> str:
     return tomli_w.dumps({"v": value}, multiline_strings=True)[len("v = ") :].rstrip("\n")
 
 
-def _is_table(value: Any) -> bool:
+def _is_table(value: object) -> TypeGuard[dict[str, object]]:
     return isinstance(value, dict)
 
 
-def _is_table_array(value: Any) -> bool:
+def _is_table_array(value: object) -> TypeGuard[list[dict[str, object]]]:
     return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
 
 
-def _without_none(value: Any) -> Any:
+def _without_none(value: object) -> object:
     # TOML has no null; a None (e.g. from TB1's task.yaml) means "unset".
     if isinstance(value, dict):
         return {k: _without_none(v) for k, v in value.items() if v is not None}
@@ -108,7 +109,7 @@ def _without_none(value: Any) -> Any:
     return value
 
 
-def migrate_config(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
+def migrate_config(raw: Mapping[str, object], where: str) -> dict[str, object]:
     """Upgrade any Harbor task.toml to schema 1.4 without changing what it means.
 
     Mirrors Harbor's own legacy handling: ``version`` -> ``schema_version``, ``memory``/``storage``
@@ -124,22 +125,23 @@ def migrate_config(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
     return cfg
 
 
-def _environment_tables(cfg: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    found: list[tuple[str, dict[str, Any]]] = []
-    if isinstance(cfg.get("environment"), dict):
-        found.append(("environment", cfg["environment"]))
+def _environment_tables(cfg: dict[str, object]) -> list[tuple[str, dict[str, object]]]:
+    found: list[tuple[str, dict[str, object]]] = []
+    if _is_table(env := cfg.get("environment")):
+        found.append(("environment", env))
     verifier = cfg.get("verifier")
-    if isinstance(verifier, dict) and isinstance(verifier.get("environment"), dict):
-        found.append(("verifier.environment", verifier["environment"]))
-    for i, step in enumerate(cfg.get("steps") or []):
-        if isinstance(step, dict):
+    if _is_table(verifier) and _is_table(env := verifier.get("environment")):
+        found.append(("verifier.environment", env))
+    steps = cfg.get("steps")
+    for i, step in enumerate(steps if isinstance(steps, list) else []):  # anything else holds no table
+        if _is_table(step):
             sv = step.get("verifier")
-            if isinstance(sv, dict) and isinstance(sv.get("environment"), dict):
-                found.append((f"steps[{i}].verifier.environment", sv["environment"]))
+            if _is_table(sv) and _is_table(env := sv.get("environment")):
+                found.append((f"steps[{i}].verifier.environment", env))
     return found
 
 
-def _migrate_environment(env: dict[str, Any], where: str) -> None:
+def _migrate_environment(env: dict[str, object], where: str) -> None:
     for old, new in (("memory", "memory_mb"), ("storage", "storage_mb")):
         if old in env:
             value = env.pop(old)
@@ -172,7 +174,7 @@ KNOWN_TOP_LEVEL = ("schema_version", "version", "task", "metadata", "verifier", 
                    "source", "multi_step_reward_strategy", "steps", "artifacts")
 
 
-def check_schema(raw: Mapping[str, Any], where: str) -> None:
+def check_schema(raw: Mapping[str, object], where: str) -> None:
     """A task.toml as written: a schema_version of another major is refused (its meaning is unknown), a newer minor
     and each unknown top-level key get a warning line."""
     version = raw.get("schema_version", raw.get("version"))
@@ -191,40 +193,53 @@ def check_schema(raw: Mapping[str, Any], where: str) -> None:
                           f"{', '.join(KNOWN_TOP_LEVEL)}", TaskWarning, stacklevel=2)
 
 
-def check_config(cfg: Mapping[str, Any], where: str) -> None:
+def check_config(cfg: Mapping[str, object], where: str) -> None:
     """Loose validation: known tables are tables and the fields envevo reads have the right type."""
     for name in _TABLES:
         _expect_table(cfg, name, name, where)
-    verifier = cfg.get("verifier") or {}
+    verifier = _table(cfg, "verifier")
     _expect_table(verifier, "environment", "verifier.environment", where)
-    _expect_table(cfg.get("metadata") or {}, ENVEVO_METADATA_KEY, "metadata.envevo", where)
+    _expect_table(_table(cfg, "metadata"), ENVEVO_METADATA_KEY, "metadata.envevo", where)
     if "schema_version" in cfg and not isinstance(cfg["schema_version"], str):
         raise TaskError(f'{where}: schema_version must be a string like "1.4", got {cfg["schema_version"]!r}')
     if "version" in cfg and not isinstance(cfg["version"], str):
         raise TaskError(f'{where}: version must be a string like "1.0", got {cfg["version"]!r}')
-    task = cfg.get("task") or {}
+    task = _table(cfg, "task")
     if "name" in task and not isinstance(task["name"], str):
         raise TaskError(f"{where}: [task] name must be a string like 'org/name'")
-    _check_phase(cfg.get("agent") or {}, "agent", where)
+    _check_phase(_table(cfg, "agent"), "agent", where)
     _check_phase(verifier, "verifier", where)
-    for label, env in (("environment", cfg.get("environment") or {}), ("verifier.environment", verifier.get("environment") or {})):
+    for label, env in (("environment", _table(cfg, "environment")), ("verifier.environment", _table(verifier, "environment"))):
         _check_environment(env, label, where)
     _check_artifacts(cfg.get("artifacts"), "artifacts", where)
     _check_steps(cfg.get("steps"), where)
 
 
-def _expect_table(parent: Mapping[str, Any], key: str, label: str, where: str) -> None:
+def value_at(node: object, *keys: str) -> object:
+    """``node[k1][k2]…`` through nested tables; None where a level is missing or not a table."""
+    for key in keys:
+        node = node.get(key) if isinstance(node, Mapping) else None
+    return node
+
+
+def _table(parent: Mapping[str, object], key: str) -> Mapping[str, object]:
+    """`parent[key]`, a table once `_expect_table` has checked it; {} where it is absent (or empty)."""
+    value = parent.get(key)
+    return value if _is_table(value) else {}
+
+
+def _expect_table(parent: Mapping[str, object], key: str, label: str, where: str) -> None:
     if key in parent and not isinstance(parent[key], dict):
         raise TaskError(f"{where}: [{label}] must be a table, got {type(parent[key]).__name__}; write it as a [{label}] section")
 
 
-def _check_phase(table: Mapping[str, Any], label: str, where: str) -> None:
+def _check_phase(table: Mapping[str, object], label: str, where: str) -> None:
     value = table.get("timeout_sec")
     if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
         raise TaskError(f"{where}: [{label}] timeout_sec must be a positive number of seconds, got {value!r}")
 
 
-def _check_environment(env: Mapping[str, Any], label: str, where: str) -> None:
+def _check_environment(env: Mapping[str, object], label: str, where: str) -> None:
     image = env.get("docker_image")
     if image is not None and (not isinstance(image, str) or not image.strip()):
         raise TaskError(f"{where}: [{label}] docker_image must be a non-empty image name string, got {image!r}")
@@ -236,7 +251,7 @@ def _check_environment(env: Mapping[str, Any], label: str, where: str) -> None:
         raise TaskError(f"{where}: [{label}] build_timeout_sec must be a number, got {build!r}")
 
 
-def _check_artifacts(artifacts: Any, label: str, where: str) -> None:
+def _check_artifacts(artifacts: object, label: str, where: str) -> None:
     if artifacts is None:
         return
     if not isinstance(artifacts, list) or not all(isinstance(a, (str, dict)) for a in artifacts):
@@ -246,7 +261,7 @@ def _check_artifacts(artifacts: Any, label: str, where: str) -> None:
             raise TaskError(f"{where}: every table in {label} needs a string 'source'")
 
 
-def _check_steps(steps: Any, where: str) -> None:
+def _check_steps(steps: object, where: str) -> None:
     if steps is None:
         return
     if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):

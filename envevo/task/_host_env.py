@@ -18,11 +18,11 @@ import tempfile
 import tomllib
 from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel
 
 from envevo.errors import TaskError
+from envevo.task._config import value_at
 
 # Harbor's template (harbor.utils.env): the whole value is ``${VAR}`` or ``${VAR:-default}``.
 _TEMPLATE = re.compile(r"\$\{([^}:]+)(?::-(.*))?\}")
@@ -69,19 +69,18 @@ def pass_env_in_config(path: str | os.PathLike[str] | None) -> list[str]:
     return names
 
 
-def _env_tables(config: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    verifier = config.get("verifier") or {}
-    tables = [("verifier", verifier.get("env")), ("solution", (config.get("solution") or {}).get("env")),
-              ("environment", (config.get("environment") or {}).get("env")),
-              ("verifier", (verifier.get("environment") or {}).get("env") if isinstance(verifier, dict) else None)]
-    for step in config.get("steps") or []:
-        if isinstance(step, dict):
-            tables.append(("verifier", (step.get("verifier") or {}).get("env")))
-            tables.append(("solution", (step.get("solution") or {}).get("env")))
+def _env_tables(config: Mapping[str, object]) -> list[tuple[str, object]]:
+    tables = [("verifier", value_at(config, "verifier", "env")), ("solution", value_at(config, "solution", "env")),
+              ("environment", value_at(config, "environment", "env")),
+              ("verifier", value_at(config, "verifier", "environment", "env"))]
+    steps = config.get("steps")
+    for step in steps if isinstance(steps, list) else []:
+        tables.append(("verifier", value_at(step, "verifier", "env")))
+        tables.append(("solution", value_at(step, "solution", "env")))
     return tables
 
 
-def host_env_refs(config: Mapping[str, Any]) -> list[tuple[str, str, str, str | None]]:
+def host_env_refs(config: Mapping[str, object]) -> list[tuple[str, str, str, str | None]]:
     """Every ``${VAR}`` / ``${VAR:-default}`` template in the env tables: (phase, key, VAR, default or None)."""
     refs = []
     for phase, table in _env_tables(config):
@@ -92,7 +91,7 @@ def host_env_refs(config: Mapping[str, Any]) -> list[tuple[str, str, str, str | 
     return refs
 
 
-def host_env_needs(config: Mapping[str, Any], environ: Mapping[str, str] | None = None,
+def host_env_needs(config: Mapping[str, object], environ: Mapping[str, str] | None = None,
                    passed: Collection[str] | None = None) -> list[HostEnvNeed]:
     """The templates without a default whose variable was not passed, or was passed but is unset here."""
     env = os.environ if environ is None else environ
@@ -116,8 +115,8 @@ def host_env_refusal(needs: list[HostEnvNeed]) -> str:
             f"variable unless passed: add {flags} (or pass_env under [sandbox] in envevo.toml)")
 
 
-def resolve_host_env(config: Mapping[str, Any], environ: Mapping[str, str] | None = None,
-                     passed: Collection[str] | None = None) -> dict[str, Any]:
+def resolve_host_env(config: Mapping[str, object], environ: Mapping[str, str] | None = None,
+                     passed: Collection[str] | None = None) -> dict[str, object]:
     """`config` with every template replaced by its value: a passed variable's host value, else its default. A
     template with neither is a :class:`TaskError` naming the variable (no container may start)."""
     env = os.environ if environ is None else environ
@@ -126,7 +125,7 @@ def resolve_host_env(config: Mapping[str, Any], environ: Mapping[str, str] | Non
     if needs:
         raise TaskError(host_env_refusal(needs))
 
-    def value(text: Any) -> Any:
+    def value(text: object) -> object:
         if isinstance(text, str) and (m := _TEMPLATE.fullmatch(text)):
             resolved = env[m[1]] if m[1] in allowed and m[1] in env else m[2]
             if resolved is not None and _TEMPLATE.fullmatch(resolved):  # Harbor would resolve it from the host
@@ -135,7 +134,7 @@ def resolve_host_env(config: Mapping[str, Any], environ: Mapping[str, str] | Non
             return resolved
         return text
 
-    def walk(node: Any, in_env: bool) -> Any:
+    def walk(node: object, in_env: bool) -> object:
         if isinstance(node, dict):
             return {k: (walk(v, True) if k == "env" and isinstance(v, dict) else
                         value(v) if in_env else walk(v, False)) for k, v in node.items()}
@@ -143,7 +142,8 @@ def resolve_host_env(config: Mapping[str, Any], environ: Mapping[str, str] | Non
             return [walk(v, False) for v in node]
         return node
 
-    resolved: dict[str, Any] = walk(dict(config), False)
+    resolved = walk(dict(config), False)
+    assert isinstance(resolved, dict)  # walk keeps a table a table
     return resolved
 
 

@@ -13,13 +13,12 @@ import re
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, Field
 
 from envevo.errors import TaskError
-from envevo.task._compose_file import COMPOSE_NAMES, parse_compose
-from envevo.task._config import parse_toml
+from envevo.task._compose_file import COMPOSE_NAMES, compose_services, parse_compose
+from envevo.task._config import parse_toml, value_at
 from envevo.task._files import TaskFile, decode_text
 from envevo.task._heredoc import rewrite_heredocs, without_heredoc_bodies
 from envevo.task._load import dir_hash, load_task, save
@@ -222,11 +221,10 @@ def rewrite_task_heredocs(task: Task) -> tuple[Task, int]:
     return new, count
 
 
-def _environment_tables(config: dict[str, Any]) -> list[dict[str, Any]]:
-    tables = [config.get("environment"), (config.get("verifier") or {}).get("environment")]
-    for step in config.get("steps") or []:
-        if isinstance(step, dict):
-            tables.append((step.get("verifier") or {}).get("environment"))
+def _environment_tables(config: Mapping[str, object]) -> list[dict[str, object]]:
+    tables = [config.get("environment"), value_at(config, "verifier", "environment")]
+    steps = config.get("steps")
+    tables += [value_at(step, "verifier", "environment") for step in (steps if isinstance(steps, list) else [])]
     return [t for t in tables if isinstance(t, dict)]
 
 
@@ -327,7 +325,7 @@ def task_images(task: Task) -> list[str]:
                     found.append(m["image"])
         elif name in COMPOSE_NAMES:
             found.extend(compose_pulled_images(text, path))
-    found.extend(env["docker_image"] for env in _environment_tables(task.config) if isinstance(env.get("docker_image"), str))
+    found.extend(image for env in _environment_tables(task.config) if isinstance(image := env.get("docker_image"), str))
     return [i for i in dict.fromkeys(found) if "$" not in i]
 
 
@@ -336,7 +334,7 @@ def compose_pulled_images(text: str, where: str) -> list[str]:
     ``image:`` the tag its build gets, not a base to pull. A file that is no valid compose mapping is read line by
     line (the loader reports what is wrong with it)."""
     try:
-        services = parse_compose(text, where).get("services") or {}
+        services = compose_services(parse_compose(text, where))
     except TaskError:
         return [m["image"] for line in text.replace("\r\n", "\n").split("\n") if (m := _COMPOSE_IMAGE.match(line))]
     return [str(svc["image"]) for svc in services.values()

@@ -67,7 +67,7 @@ class Task(BaseModel):
                 pass
         return render_toml(self.config)
 
-    def set_config(self, config: Mapping[str, Any]) -> None:
+    def set_config(self, config: Mapping[str, object]) -> None:
         """Replace task.toml's contents; older schema fields are migrated to the current ones."""
         check_config(config, CONFIG_FILE)
         self.config = migrate_config(config, CONFIG_FILE)
@@ -168,7 +168,7 @@ class Task(BaseModel):
         meta = (self.config.get("metadata") or {}).get(ENVEVO_METADATA_KEY) or {}
         return copy.deepcopy(meta)
 
-    def set_envevo_metadata(self, data: Mapping[str, Any]) -> None:
+    def set_envevo_metadata(self, data: Mapping[str, object]) -> None:
         """Replace ``[metadata.envevo]``; values must be representable in TOML (no None)."""
         new = copy.deepcopy(self.config)
         metadata = new.setdefault("metadata", {})
@@ -184,7 +184,7 @@ class Task(BaseModel):
             raise TaskError(f"envevo metadata cannot be stored in task.toml: {e}; use strings, numbers, lists and tables") from e
         self.config = new
 
-    def update_envevo_metadata(self, **values: Any) -> None:
+    def update_envevo_metadata(self, **values: object) -> None:
         merged = self.envevo_metadata
         merged.update(values)
         self.set_envevo_metadata(merged)
@@ -232,7 +232,7 @@ class Task(BaseModel):
                 text = self._require_text(path, where)
                 check_compose_paths(parse_compose(text, f"{where}/{path}"), path, f"{where}/{path}")
 
-    def _bundled_tests(self, levels: list[tuple[Mapping[str, Any], str]]) -> bool:
+    def _bundled_tests(self, levels: list[tuple[Mapping[str, object], str]]) -> bool:
         """Whether a separate verifier container carries its own tests (then no test script is needed).
 
         ``levels`` are (verifier table, tests dir) pairs, most specific first (step, then task),

@@ -9,8 +9,8 @@ their exit status into /logs/verifier/reward.txt.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from envevo.errors import TaskError
 from envevo.task._compose_file import parse_yaml
@@ -87,11 +87,11 @@ def convert_tb1(files: dict[str, TaskFile], root: Path) -> Task:
     _convert_tests(files, out, where)
     _convert_solution(files, out, where)
 
-    metadata: dict[str, Any] = {k: spec[k] for k in _METADATA_FIELDS if spec.get(k) is not None}
-    metadata[ENVEVO_METADATA_KEY] = {"imported_from": TB1_FORMAT}
-    if isinstance(spec.get("parser_name"), str):
-        metadata[ENVEVO_METADATA_KEY]["tb1_parser"] = spec["parser_name"]
-    config: dict[str, Any] = {
+    metadata: dict[str, object] = {k: spec[k] for k in _METADATA_FIELDS if spec.get(k) is not None}
+    ours = metadata[ENVEVO_METADATA_KEY] = {"imported_from": TB1_FORMAT}
+    if isinstance(parser := spec.get("parser_name"), str):
+        ours["tb1_parser"] = parser
+    config: dict[str, object] = {
         "schema_version": CURRENT_SCHEMA_VERSION,
         "metadata": metadata,
         "verifier": {"timeout_sec": _seconds(spec, "max_test_timeout_sec", TB1_TEST_TIMEOUT_SEC, where)},
@@ -102,14 +102,14 @@ def convert_tb1(files: dict[str, TaskFile], root: Path) -> Task:
     return Task(files=out, config=config, source=root, source_format=TB1_FORMAT)
 
 
-def _read_task_yaml(files: dict[str, TaskFile], where: str) -> dict[str, Any]:
+def _read_task_yaml(files: dict[str, TaskFile], where: str) -> dict[str, object]:
     spec = parse_yaml(read_text(files, "task.yaml", where), f"{where}/task.yaml")
     if not isinstance(spec, dict):
         raise TaskError(f"{where}/task.yaml must be a mapping with an 'instruction' key")
     return spec
 
 
-def _instruction(spec: dict[str, Any], where: str) -> str:
+def _instruction(spec: Mapping[str, object], where: str) -> str:
     text = spec.get("instruction")
     if isinstance(text, str) and text.strip():
         return text
@@ -124,7 +124,7 @@ def _instruction(spec: dict[str, Any], where: str) -> str:
     raise TaskError(f"{where}/task.yaml has no 'instruction'; add the task description under instruction:")
 
 
-def _seconds(spec: dict[str, Any], key: str, default: float, where: str) -> float:
+def _seconds(spec: Mapping[str, object], key: str, default: float, where: str) -> float:
     value = spec.get(key, default)
     if value is None:
         return default

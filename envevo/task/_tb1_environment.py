@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from typing import Any
+from collections.abc import Mapping
 
 from envevo.errors import TaskError
-from envevo.task._compose_file import parse_compose
+from envevo.task._compose_file import compose_services, parse_compose
 from envevo.task._files import TaskFile, decode_text, normjoin
 
 # Compose boilerplate every TB1 task carries; it has Harbor equivalents, so it is dropped.
@@ -64,12 +64,12 @@ def convert_environment(
     Dockerfile of its own (FROM the image), since only a build can add the runner.
     """
     compose_name = next((n for n in ("docker-compose.yaml", "docker-compose.yml") if n in files), None)
-    compose: dict[str, Any] = {}
+    compose: dict[str, object] = {}
     if compose_name:
         compose = parse_compose(read_text(files, compose_name, where), f"{where}/{compose_name}")
-    services: dict[str, Any] = compose.get("services") or {}
+    services = compose_services(compose)
     main_name = "client" if "client" in services else next(iter(services), None)
-    main: dict[str, Any] = services.get(main_name) or {} if main_name else {}
+    main = services.get(main_name) or {} if main_name else {}
     if not isinstance(main, dict):
         raise TaskError(f"{where}/{compose_name}: service {main_name!r} must be a mapping of settings")
 
@@ -156,7 +156,7 @@ def _last_user(dockerfile: str) -> str | None:
     return user
 
 
-def _dockerfile_with(text: str, service: dict[str, Any], pytest_at_build: bool = False) -> str:
+def _dockerfile_with(text: str, service: Mapping[str, object], pytest_at_build: bool = False) -> str:
     """Fold the compose settings Harbor's compose base does not carry into the Dockerfile (and pytest, if asked)."""
     additions = ["ENV TEST_DIR=/tests"]
     env = service.get("environment")
@@ -199,22 +199,28 @@ def _dockerfile_with(text: str, service: dict[str, Any], pytest_at_build: bool =
     return text + "\n# Added by envevo when importing from Terminal-Bench 1\n" + "\n".join(additions) + "\n"
 
 
-def _collapsible(compose: dict[str, Any], main: dict[str, Any]) -> bool:
+def _listed(value: object) -> list[object]:
+    """The entries of a compose list (a mapping or a string stands for its keys or characters, as YAML reads them)."""
+    return list(value) if isinstance(value, (list, dict, str)) else []
+
+
+def _collapsible(compose: Mapping[str, object], main: Mapping[str, object]) -> bool:
     """One service, only TB1 boilerplate and Dockerfile-expressible settings: the Dockerfile suffices."""
-    if len(compose.get("services") or {}) != 1 or any(k not in ("services", "version") for k in compose):
+    if len(compose_services(compose)) != 1 or any(k not in ("services", "version") for k in compose):
         return False
     for key, value in main.items():
         if key not in _HARBOR_OWNED | _DOCKERFILE_FIELDS:
             return False
-        if key == "volumes" and not set(map(str, value or [])) <= _TB1_DEFAULT_VOLUMES:
+        if key == "volumes" and not set(map(str, _listed(value))) <= _TB1_DEFAULT_VOLUMES:
             return False
     return True
 
 
-def _harbor_compose(compose: dict[str, Any], main_name: str | None, main: dict[str, Any], prebuilt: str | None) -> str:
+def _harbor_compose(compose: Mapping[str, object], main_name: str | None, main: Mapping[str, object],
+                    prebuilt: str | None) -> str:
     import yaml
 
-    harbor_main: dict[str, Any] = (
+    harbor_main: dict[str, object] = (
         {"image": prebuilt} if prebuilt else {"build": {"context": "${CONTEXT_DIR}"}, "image": "${MAIN_IMAGE_NAME}"}
     )
     harbor_main["command"] = ["sh", "-c", "sleep infinity"]
@@ -222,12 +228,12 @@ def _harbor_compose(compose: dict[str, Any], main_name: str | None, main: dict[s
     for key, value in main.items():
         if key not in _HARBOR_OWNED and key not in _DOCKERFILE_FIELDS:
             harbor_main[key] = value
-    custom_volumes = [v for v in main.get("volumes") or [] if str(v) not in _TB1_DEFAULT_VOLUMES]
+    custom_volumes = [v for v in _listed(main.get("volumes")) if str(v) not in _TB1_DEFAULT_VOLUMES]
     if custom_volumes:
         harbor_main["volumes"] = custom_volumes
-    converted: dict[str, Any] = {k: v for k, v in compose.items() if k not in ("services", "version")}
-    services: dict[str, Any] = {"main": harbor_main}
-    for name, svc in (compose.get("services") or {}).items():
+    converted: dict[str, object] = {k: v for k, v in compose.items() if k not in ("services", "version")}
+    services: dict[str, object] = {"main": harbor_main}
+    for name, svc in compose_services(compose).items():
         if name != main_name:
             services[name] = svc
     converted = {"services": services, **converted}

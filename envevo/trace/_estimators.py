@@ -39,7 +39,7 @@ _RECORDED = (("procedural-catalog-", "catalog"), ("corpus-", "corpus"), ("llm-la
 
 
 def estimator(name: str = "catalog", *, flag_names: dict[str, str] | None = None,
-              **options: Any) -> ReferenceDistribution:
+              **options: object) -> ReferenceDistribution:
     """The reference distribution p_T registered as `name`, built with `options` (None values are dropped).
 
     `flag_names` maps option names to how the caller spells them (e.g. model → --reference-model) in errors.

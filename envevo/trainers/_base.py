@@ -91,6 +91,20 @@ def check_export_rows(rows: Iterable[Mapping[str, Any]]) -> None:
                                 f"{actual[:12]}, exported {str(expected)[:12]}); re-export the run")
 
 
+TRAINER_STATE_FORMAT = 1  # the format of an adapter's checkpointed state (a dataset's, a sampler's)
+
+
+def trainer_state(**fields: object) -> dict[str, object]:
+    """An adapter's state for the trainer's checkpoint, marked with its format."""
+    return {"format": TRAINER_STATE_FORMAT, **fields}
+
+
+def check_trainer_state(state: Mapping[str, object], owner: str) -> None:
+    """Refuse a checkpointed state that another format wrote (`owner`: the adapter class, named in the error)."""
+    if state.get("format") != TRAINER_STATE_FORMAT:
+        raise ScheduleError(f"unknown {owner} state format {state.get('format')!r}")
+
+
 def build_scheduler(
     scheduler: Scheduler | str = "el",
     *,
@@ -98,7 +112,7 @@ def build_scheduler(
     run_dir: str | os.PathLike[str] | None = None,
     seed: int = 0,
     group_size: int = 8,
-    **options: Any,
+    **options: object,
 ) -> Scheduler:
     """A scheduler instance as given, or one built from a spec (``"el"``, ``"el+patience"``, …) over the
     lineages of ``run_dir``'s store, or else over the pool the dataset ``rows`` describe."""
@@ -134,7 +148,7 @@ class BatchDraws:
             self.queue = self.scheduler.next(self.batch)
         return self.queue.pop(0)
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, object]:
         return {"batch": self.batch, "queue": list(self.queue), "scheduler": self.scheduler.state_dict()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:

@@ -83,7 +83,7 @@ class LiveTrialClient:
         for future in pending.values():
             future.set_exception(gone)
 
-    def _call(self, op: str, **fields: Any) -> dict[str, Any]:
+    def _call(self, op: str, **fields: object) -> dict[str, Any]:
         rid = next(self._ids)
         future: Future[dict[str, Any]] = Future()
         with self._lock:

@@ -27,6 +27,7 @@ import shutil
 import sys
 import tempfile
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -48,7 +49,7 @@ class _Worker:
         self._copying = asyncio.Lock()  # one runnable copy at a time: a batch resets the same task many times
         self._scratch = Path(tempfile.mkdtemp(prefix="envevo-live-tasks-"))
 
-    def _answer(self, message: dict[str, Any]) -> None:
+    def _answer(self, message: Mapping[str, object]) -> None:
         self._out.write(json.dumps(message) + "\n")
         self._out.flush()
 
@@ -84,7 +85,7 @@ class _Worker:
             self._copies[key] = run_dir
         return self._copies[key]
 
-    async def _op_start(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _op_start(self, request: dict[str, Any]) -> dict[str, object]:
         env = str(request.get("env", DEFAULT_ENGINE))
         async with self._copying:
             run_dir = await asyncio.to_thread(self._runnable, Path(request["task_dir"]), env)
@@ -95,13 +96,13 @@ class _Worker:
         self._trials[trial.id] = (trial, bool(request.get("keep", False)))
         return {"trial": trial.id}
 
-    async def _op_exec(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _op_exec(self, request: dict[str, Any]) -> dict[str, object]:
         code, output = await self._trial(request).exec(str(request["command"]), int(request.get("timeout_sec", 180)))
         if len(output) > MAX_OUTPUT:
             output = output[:MAX_OUTPUT] + f"\n… [{len(output) - MAX_OUTPUT} more characters]"
         return {"exit_code": code, "output": output}
 
-    async def _op_finish(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _op_finish(self, request: dict[str, Any]) -> dict[str, object]:
         trial = self._trial(request)
         keep = self._trials.pop(trial.id)[1]
         outcome = await trial.finish()
@@ -109,7 +110,7 @@ class _Worker:
             shutil.rmtree(outcome.trial_dir, ignore_errors=True)
         return {"outcome": outcome.model_dump(mode="json")}
 
-    async def _op_cancel(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _op_cancel(self, request: dict[str, Any]) -> dict[str, object]:
         trial = self._trial(request)
         self._trials.pop(trial.id)
         await trial.cancel()

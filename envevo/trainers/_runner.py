@@ -11,12 +11,14 @@ from the specs (``python -m envevo.trainers._table``).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 from envevo.schedule import ScheduleError
+from envevo.task import value_at
 
 
 class Capability(Enum):
@@ -61,6 +63,15 @@ def depends(note: str) -> Honours:
     return Honours(Level.DEPENDS, note)
 
 
+#: What a runner honours whose every rollout is a live trial of envevo's runtime (OpenEnv's server, SkyRL's live
+#: generator): the task's own verifier mode, artifacts and collect hooks, its network policy, a prebuilt image.
+LIVE_TRIAL: Mapping[Capability, Honours] = {
+    Capability.BUILDS_IMAGES: yes(), Capability.SEPARATE_VERIFIER: yes(),
+    Capability.ARTIFACTS: yes("artifacts in the test; collect hooks by the same runtime"), Capability.NO_NETWORK: yes(),
+    Capability.PREBUILT_IMAGES: yes("envevo's runtime"),
+}
+
+
 @dataclass(frozen=True)
 class RunnerSpec:
     """One runner's capability constants: a name (``envevo export --runner NAME``), the label the docs use, the
@@ -93,22 +104,23 @@ class Runner(Protocol):
     runner: ClassVar[RunnerSpec]
 
 
-def task_needs(config: Mapping[str, Any], *, images: bool = False) -> list[Capability]:
+def task_needs(config: Mapping[str, object], *, images: bool = False) -> list[Capability]:
     """What a task's config (task.toml, as envevo's loader normalises it: every schema version) needs a runner to
     honour, in :class:`Capability` order. ``images``: the export will name a prebuilt image (``--images``)."""
-    verifier, environment = config.get("verifier") or {}, config.get("environment") or {}
-    needs = {Capability.PREBUILT_IMAGES if images or environment.get("docker_image") else Capability.BUILDS_IMAGES}
+    image = value_at(config, "environment", "docker_image")
+    needs = {Capability.PREBUILT_IMAGES if images or image else Capability.BUILDS_IMAGES}
     # a separate verifier is declared by environment_mode or by a [verifier.environment] table, as Harbor resolves it
-    if verifier.get("environment_mode", "separate" if verifier.get("environment") else None) == "separate":
+    mode = value_at(config, "verifier", "environment_mode")
+    if (mode if mode is not None else "separate" if value_at(config, "verifier", "environment") else None) == "separate":
         needs.add(Capability.SEPARATE_VERIFIER)
-    if config.get("artifacts") or verifier.get("collect"):
+    if config.get("artifacts") or value_at(config, "verifier", "collect"):
         needs.add(Capability.ARTIFACTS)
-    if environment.get("network_mode") == "no-network":
+    if value_at(config, "environment", "network_mode") == "no-network":
         needs.add(Capability.NO_NETWORK)
     return [c for c in Capability if c in needs]
 
 
-def unhonoured(runner: RunnerSpec, tasks: Iterable[tuple[str, Mapping[str, Any]]], *,
+def unhonoured(runner: RunnerSpec, tasks: Iterable[tuple[str, Mapping[str, object]]], *,
                images: bool = False) -> dict[str, list[Capability]]:
     """Task name -> what it needs that ``runner`` does not honour (tasks that lose nothing are left out)."""
     lost: dict[str, list[Capability]] = {}
@@ -127,7 +139,7 @@ def refusal(runner: RunnerSpec, lost: Mapping[str, list[Capability]]) -> str:
     return line + (f"; {runner.remedy}" if runner.remedy else "")
 
 
-def check_tasks(runner: RunnerSpec, tasks: Iterable[tuple[str, Mapping[str, Any]]], *, images: bool = False,
+def check_tasks(runner: RunnerSpec, tasks: Iterable[tuple[str, Mapping[str, object]]], *, images: bool = False,
                 allow: bool = False) -> dict[str, list[Capability]]:
     """Refuse (one line, naming a task and what it would lose) tasks whose needs ``runner`` drops; with ``allow``,
     warn instead. What was lost, per task."""
@@ -141,7 +153,7 @@ def check_tasks(runner: RunnerSpec, tasks: Iterable[tuple[str, Mapping[str, Any]
     return lost
 
 
-def task_configs(task_dirs: Iterable[Any]) -> list[tuple[str, Mapping[str, Any]]]:
+def task_configs(task_dirs: Iterable[str | os.PathLike[str]]) -> list[tuple[str, Mapping[str, object]]]:
     """(name, config) of each task directory, read through envevo's loader (every schema version); a directory that
     does not load is left to the runner, which reports it on its own."""
     from pathlib import Path
@@ -149,7 +161,7 @@ def task_configs(task_dirs: Iterable[Any]) -> list[tuple[str, Mapping[str, Any]]
     from envevo.errors import TaskError
     from envevo.task import load_task
 
-    configs: list[tuple[str, Mapping[str, Any]]] = []
+    configs: list[tuple[str, Mapping[str, object]]] = []
     for d in task_dirs:
         try:
             configs.append((Path(d).name, load_task(Path(d)).config))

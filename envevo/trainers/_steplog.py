@@ -37,7 +37,7 @@ class StepLog:
         self.where = {str(r[ENV_ID]): (str(r[LINEAGE]), int(r[GENERATION])) for r in rows}
 
     def record(self, step: int, scheduler: Scheduler, observations: Sequence[Observation],
-               rewards: Sequence[Sequence[float]]) -> dict[str, Any]:
+               rewards: Sequence[Sequence[float]]) -> dict[str, object]:
         """Append step STEP: each observed group (``rewards[k]`` = group k's rollouts) and the scheduler after."""
         groups = []
         for o, rs in zip(observations, rewards, strict=True):
@@ -51,7 +51,7 @@ class StepLog:
         return line
 
 
-def scheduler_state(scheduler: Scheduler, where: Mapping[str, tuple[str, int]]) -> dict[str, Any]:
+def scheduler_state(scheduler: Scheduler, where: Mapping[str, tuple[str, int]]) -> dict[str, object]:
     """What the log keeps of a scheduler: its settings, what it serves next, each lineage's frontier generation."""
     status = getattr(scheduler, "status_of", None)
     frontier: dict[str, int | None] = {}

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -93,7 +94,7 @@ def mutation_score(killed: int, survived: int) -> float | None:
     return killed / (killed + survived) if killed + survived else None
 
 
-def killed_keys(metrics: dict[str, Any]) -> frozenset[str]:
+def killed_keys(metrics: Mapping[str, object]) -> frozenset[str]:
     """The keys of the mutants a stored mutation report killed, and (prefixed EQUIVALENT) of those it found
     equivalent: what a child reuses (none in reports made before keys existed)."""
     def listed(name: str) -> list[str]:
@@ -103,7 +104,7 @@ def killed_keys(metrics: dict[str, Any]) -> frozenset[str]:
     return frozenset(listed("killed_keys")) | {EQUIVALENT + k for k in listed("equivalent_keys")}
 
 
-def inherited_kills(metrics: dict[str, Any], generation: int) -> frozenset[str]:
+def inherited_kills(metrics: Mapping[str, object], generation: int) -> frozenset[str]:
     """What a child reuses from its parent's stored mutation report (the registry's `inherits`): `killed_keys`."""
     return killed_keys(metrics)
 

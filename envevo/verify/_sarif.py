@@ -13,7 +13,7 @@ image (peeking).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from envevo import __version__
 from envevo.verify._audit import part_report
@@ -57,11 +57,21 @@ def _file_for(spec: VerifierSpec, subject: str | None) -> tuple[str, ...]:
     return _TESTS
 
 
-def sarif_results(rec: dict) -> list[dict[str, Any]]:
+class SarifResult(TypedDict):
+    """One SARIF result: a rule, its level, a message and where (the task file) it points."""
+
+    ruleId: str
+    level: str
+    message: dict[str, str]
+    locations: list[dict[str, object]]
+    properties: dict[str, object]
+
+
+def sarif_results(rec: dict) -> list[SarifResult]:
     """The SARIF results of one audit record (one per finding that is not skipped, and one per false fail)."""
     verdict = rec.get("verdict") or {}
     task_dir = Path(rec["source"]) if rec.get("source") else None
-    out = []
+    out: list[SarifResult] = []
 
     def result(rule: str, level: str, text: str, files: tuple[str, ...]) -> None:
         uri = _uri(task_dir, _first_existing(task_dir, files), rec["task"])
@@ -87,7 +97,7 @@ def sarif_results(rec: dict) -> list[dict[str, Any]]:
     return out
 
 
-def audit_sarif(records: list[dict]) -> dict[str, Any]:
+def audit_sarif(records: list[dict]) -> dict[str, object]:
     """A SARIF 2.1.0 log of an audit: one run, envevo as its tool, a rule per ruleId found."""
     results = [r for rec in records for r in sarif_results(rec)]
     rules = [{"id": rid, "name": rid.replace("/", "_"),

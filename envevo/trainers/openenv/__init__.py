@@ -2,14 +2,11 @@
 live trial verified with the task's own verifier mode; ``EnvevoEnvClient`` is OpenEnv's client for it."""
 
 from envevo.trainers._lazy import lazy_names
-from envevo.trainers._runner import Capability as C
-from envevo.trainers._runner import RunnerSpec, yes
+from envevo.trainers._runner import LIVE_TRIAL, RunnerSpec
 
 SERVER = RunnerSpec(
     "openenv", "OpenEnv 0.10 + `envevo serve` (a live trial per episode)", "openenv",
-    {C.BUILDS_IMAGES: yes(), C.SEPARATE_VERIFIER: yes(),
-     C.ARTIFACTS: yes("artifacts in the test; collect hooks by the same runtime"), C.NO_NETWORK: yes(),
-     C.PREBUILT_IMAGES: yes("envevo's runtime")},
+    LIVE_TRIAL,
     tested="OpenEnv's own async client (3 concurrent sessions) and sync client on an export of the same fixture: "
     "reference 1.0, `tr` shim 0.0, forged `reward.txt`/`reward.json` 0.0, nothing 0.0; a client killed mid-episode "
     "and one left idle: no sandbox 9 s after the kill (idle timeout 6 s); a changed task dir and a port in use "

@@ -124,7 +124,7 @@ class EnvevoTaskEnvironment(Environment[EnvevoAction, EnvevoObservation, EnvevoS
         return self._order[k % len(self._order)]
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, task: str | None = None,
-              **_: Any) -> EnvevoObservation:
+              **_: object) -> EnvevoObservation:
         name = self._pick(task, seed)
         row = self._rows[name]
         check_export_rows([row])  # the task dir is still what was exported and verified
@@ -140,7 +140,7 @@ class EnvevoTaskEnvironment(Environment[EnvevoAction, EnvevoObservation, EnvevoS
         instruction = Path(row["task_dir"], "instruction.md").read_text(encoding="utf-8") + PROMPT_SUFFIX
         return EnvevoObservation(task=name, instruction=instruction)
 
-    def step(self, action: EnvevoAction, timeout_s: float | None = None, **_: Any) -> EnvevoObservation:
+    def step(self, action: EnvevoAction, timeout_s: float | None = None, **_: object) -> EnvevoObservation:
         self._busy()
         try:
             return self._step(action, timeout_s)

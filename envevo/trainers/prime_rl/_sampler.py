@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 import verifiers.v1 as vf
 
 from envevo.schedule import Observation, ScheduleError, Scheduler
-from envevo.trainers._base import build_scheduler
+from envevo.trainers._base import build_scheduler, check_trainer_state, trainer_state
 from envevo.trainers._runner import RunnerSpec
 from envevo.trainers.prime_rl import VERIFIERS_HARBOR
 
@@ -36,7 +36,6 @@ try:  # prime-rl is not on PyPI; use its base class when it is installed from so
 except ImportError:  # pragma: no cover - depends on the environment
     _Base = Iterator  # type: ignore[assignment,misc]
 
-STATE_FORMAT = 1
 
 
 def default_env_id(task: vf.Task) -> str:
@@ -140,12 +139,11 @@ class EnvevoTaskSampler(_Base):  # type: ignore[misc,valid-type]
         self.last = self.scheduler.observe(env, rewards)
         self.observations += 1
 
-    def state_dict(self) -> dict[str, Any]:
-        return {"format": STATE_FORMAT, "observations": self.observations, "scheduler": self.scheduler.state_dict()}
+    def state_dict(self) -> dict[str, object]:
+        return trainer_state(observations=self.observations, scheduler=self.scheduler.state_dict())
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        if state_dict.get("format") != STATE_FORMAT:
-            raise ScheduleError(f"unknown EnvevoTaskSampler state format {state_dict.get('format')!r}")
+        check_trainer_state(state_dict, "EnvevoTaskSampler")
         self.scheduler.load_state_dict(state_dict["scheduler"])
         self.observations = int(state_dict.get("observations", 0))
 

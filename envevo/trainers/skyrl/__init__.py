@@ -9,8 +9,8 @@
 """
 
 from envevo.trainers._lazy import lazy_names
+from envevo.trainers._runner import LIVE_TRIAL, RunnerSpec, depends, yes
 from envevo.trainers._runner import Capability as C
-from envevo.trainers._runner import RunnerSpec, depends, yes
 
 HARBOR_GENERATOR = RunnerSpec(
     "skyrl-harbor", "SkyRL 0.4 Harbor generator (a Harbor `Trial` per rollout)", "skyrl",
@@ -18,10 +18,7 @@ HARBOR_GENERATOR = RunnerSpec(
      C.NO_NETWORK: depends("as its environment"), C.PREBUILT_IMAGES: depends("as its environment")},
     tested="dataset rows only (issue 23)")
 LIVE_GENERATOR = RunnerSpec(
-    "skyrl-live", "SkyRL 0.4 + envevo's `EnvevoLiveGenerator` (a live trial per rollout)", "skyrl",
-    {C.BUILDS_IMAGES: yes(), C.SEPARATE_VERIFIER: yes(),
-     C.ARTIFACTS: yes("artifacts in the test; collect hooks by the same runtime"), C.NO_NETWORK: yes(),
-     C.PREBUILT_IMAGES: yes("envevo's runtime")},
+    "skyrl-live", "SkyRL 0.4 + envevo's `EnvevoLiveGenerator` (a live trial per rollout)", "skyrl", LIVE_TRIAL,
     tested="SkyRL's generator contract on the `separate-verifier` fixture (separate verifier, artifacts, no-network): "
     "reference 1.0, nothing 0.0, `tr` shim 0.0; 3 trials, about 85 s on a loaded host "
     "(`tests/trainers/test_adapters_skyrl_live.py`)")

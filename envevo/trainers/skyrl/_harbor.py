@@ -31,11 +31,18 @@ from typing import Any
 from skyrl.train.generators.base import GeneratorInput, GeneratorInterface, GeneratorOutput
 
 from envevo.schedule import Observation, ScheduleError, Scheduler
-from envevo.trainers._base import ENV_ID, BatchDraws, build_scheduler, read_export_index, row_positions
+from envevo.trainers._base import (
+    ENV_ID,
+    BatchDraws,
+    build_scheduler,
+    check_trainer_state,
+    read_export_index,
+    row_positions,
+    trainer_state,
+)
 from envevo.trainers._runner import RunnerSpec, check_tasks, task_configs
 from envevo.trainers.skyrl import HARBOR_GENERATOR
 
-STATE_FORMAT = 1
 UID_SEP = "#"
 
 
@@ -67,14 +74,14 @@ class EnvevoHarborDataset:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __getitem__(self, index: int) -> dict[str, Any]:
+    def __getitem__(self, index: int) -> dict[str, object]:
         env = self.draw()
         self.draws += 1
         path = str(self.rows[self.positions[env]]["task_dir"])
         return {"prompt": path, "env_class": None, "env_extras": {"data_source": path, ENV_ID: env},
                 "uid": f"{env}{UID_SEP}{self.draws}"}
 
-    def collate_fn(self, item_list: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def collate_fn(self, item_list: list[dict[str, object]]) -> list[dict[str, object]]:
         return item_list
 
     # ---------------------------------------------------------------- feedback and checkpoints
@@ -86,12 +93,11 @@ class EnvevoHarborDataset:
         self.observations.append(obs)
         return obs
 
-    def state_dict(self) -> dict[str, Any]:
-        return {"format": STATE_FORMAT, "draws": self.draws, "queue": self.draw.state_dict()}
+    def state_dict(self) -> dict[str, object]:
+        return trainer_state(draws=self.draws, queue=self.draw.state_dict())
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
-        if state_dict.get("format") != STATE_FORMAT:
-            raise ScheduleError(f"unknown EnvevoHarborDataset state format {state_dict.get('format')!r}")
+        check_trainer_state(state_dict, "EnvevoHarborDataset")
         self.draw.load_state_dict(state_dict["queue"])
         self.draws = int(state_dict["draws"])
 
@@ -116,7 +122,7 @@ def group_rewards(output: GeneratorOutput) -> dict[str, list[float]]:
     return {uid: rs for uid, rs in groups.items() if not errors[uid]}
 
 
-def runner_of(generator: Any) -> RunnerSpec | None:
+def runner_of(generator: object) -> RunnerSpec | None:
     """The runner a SkyRL generator is: its own ``runner`` (envevo's live generator), SkyRL's Harbor generator (a class
     of its repository's examples, not of the package, so known by name), or None (another generator, not checked)."""
     spec = getattr(type(generator), "runner", None)
@@ -135,7 +141,7 @@ class EnvevoGenerator(GeneratorInterface):
         if runner is not None:  # before any rollout: what the dataset's tasks need, the generator must honour
             check_tasks(runner, task_configs(r["task_dir"] for r in dataset.rows))
 
-    async def generate(self, input_batch: GeneratorInput, **kwargs: Any) -> GeneratorOutput:
+    async def generate(self, input_batch: GeneratorInput, **kwargs: object) -> GeneratorOutput:
         output = await self.inner.generate(input_batch, **kwargs)
         if input_batch.get("batch_metadata") is None or input_batch["batch_metadata"].training_phase == "train":
             for uid, rewards in group_rewards(output).items():
@@ -161,7 +167,7 @@ class EnvevoExpMixin:
             **dict(opts.get("options") or {}),
         )
 
-    def get_generator(self, cfg: Any, tokenizer: Any, inference_engine_client: Any) -> GeneratorInterface:
+    def get_generator(self, cfg: object, tokenizer: object, inference_engine_client: object) -> GeneratorInterface:
         inner = super().get_generator(cfg, tokenizer, inference_engine_client)  # type: ignore[misc]
         return EnvevoGenerator(inner, self.train_dataset)  # type: ignore[attr-defined]
 

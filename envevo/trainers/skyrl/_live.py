@@ -64,7 +64,7 @@ class EnvevoLiveGenerator(GeneratorInterface):
     def _trials(self) -> LiveTrialClient:
         return shared_client(self.python)
 
-    async def generate(self, input_batch: GeneratorInput, **_: Any) -> GeneratorOutput:
+    async def generate(self, input_batch: GeneratorInput, **_: object) -> GeneratorOutput:
         extras = input_batch.get("env_extras") or [{} for _ in input_batch["prompts"]]
         ids = input_batch.get("trajectory_ids")
         results = await asyncio.gather(*(

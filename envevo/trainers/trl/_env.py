@@ -64,7 +64,7 @@ class EnvevoBashEnv:
         """The last finished rollout's trial outcome (reward, error kind, timings, trial dir when kept)."""
         return self._outcome
 
-    def reset(self, task_dir: str | None = None, **row: Any) -> str:
+    def reset(self, task_dir: str | None = None, **row: object) -> str:
         if task_dir is None:
             raise ValueError("EnvevoBashEnv.reset needs the row's task_dir (HarborSpec's dataset has it)")
         instruction = Path(task_dir, "instruction.md")
@@ -136,7 +136,7 @@ def bash_environment(env: str = DEFAULT_ENGINE, **options: Any) -> Callable[[], 
 
 
 def env_reward(environments: Sequence[EnvevoBashEnv] | None = None,
-               environment_reward: Sequence[float | None] | None = None, **_: Any) -> list[float | None]:
+               environment_reward: Sequence[float | None] | None = None, **_: object) -> list[float | None]:
     """A ``reward_funcs`` entry, for trainers that want the reward as a named function rather than TRL's automatic
     ``get_reward`` column: the rollouts' rewards (``AsyncGRPOTrainer`` passes them already computed)."""
     if environment_reward is not None:

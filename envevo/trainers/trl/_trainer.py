@@ -20,7 +20,7 @@ The train dataset holds one row per environment with a column ``env_id`` (its ex
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,8 @@ from trl import GRPOTrainer
 
 if TYPE_CHECKING:
     import torch
+    from datasets import Dataset
+    from trl.experimental.harbor import HarborSpec
 
 from envevo.schedule import Observation, ScheduleError, Scheduler
 from envevo.trainers._base import (
@@ -46,7 +48,7 @@ from envevo.trainers._steplog import StepLog
 from envevo.trainers.trl import HARBOR_ENV
 
 
-def harbor_train_dataset(spec: Any, export_dir: str | os.PathLike[str]) -> Any:
+def harbor_train_dataset(spec: HarborSpec, export_dir: str | os.PathLike[str]) -> Dataset:
     """TRL's ``HarborSpec(OUT).train_dataset`` of an rl export, with the columns the scheduler reads (``env_id``,
     ``lineage``, ``generation``, ``D_T``) joined from ``OUT/index.parquet`` by task directory name."""
     by_name = {str(r[ENV_ID]): r for r in read_export_index(export_dir)}
@@ -61,7 +63,7 @@ def harbor_train_dataset(spec: Any, export_dir: str | os.PathLike[str]) -> Any:
     return ds
 
 
-def _runners_of(factories: dict[Any, Any] | None) -> list[RunnerSpec]:
+def _runners_of(factories: Mapping[object, object] | None) -> list[RunnerSpec]:
     """The runner of each environment factory: its class's ``runner`` (an envevo adapter, :class:`Runner`), or
     TRL's own ``HarborEnv``; a factory of neither kind is the user's own and is not checked."""
     try:
@@ -81,7 +83,7 @@ def _runners_of(factories: dict[Any, Any] | None) -> list[RunnerSpec]:
     return out
 
 
-def _check_runner(factories: dict[Any, Any] | None, dataset: Any, allowed: bool) -> None:
+def _check_runner(factories: Mapping[object, object] | None, dataset: Dataset, allowed: bool) -> None:
     """Refuse a runner for tasks whose reward depends on what it does not honour (its capability constants): TRL's own
     ``HarborEnv`` runs the tests in the agent's container, so a hack the task's verifier defeats (a ``python3`` shim)
     scores 1.0 there. ``allow_trl_harbor_env=True`` turns this into a warning."""
@@ -142,14 +144,14 @@ class EnvevoGRPOTrainer(GRPOTrainer):
 
     def __init__(
         self,
-        *args: Any,
+        *args: object,
         scheduler: Scheduler | str = "el",
         scheduler_seed: int = 0,
         scheduler_options: dict[str, Any] | None = None,
         env_column: str = ENV_ID,
         allow_trl_harbor_env: bool = False,
         step_log: str | os.PathLike[str] | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> None:
         super().__init__(*args, **kwargs)
         ds = self.train_dataset
@@ -169,7 +171,7 @@ class EnvevoGRPOTrainer(GRPOTrainer):
         # RUN/training/NAME.jsonl: `envevo report RUN` shows it (the main process writes it)
         self.step_log = StepLog(step_log, ds.to_list()) if step_log is not None and self.accelerator.is_main_process else None
 
-    def _get_train_sampler(self, dataset: Any = None) -> Sampler:
+    def _get_train_sampler(self, dataset: Dataset | None = None) -> Sampler:
         if dataset is None:
             dataset = self.train_dataset
         return SchedulerRepeatSampler(
@@ -181,7 +183,7 @@ class EnvevoGRPOTrainer(GRPOTrainer):
         )
 
     # Overrides of GRPOTrainer internals: trl's own (unannotated) signatures, with the types trl passes.
-    def _calculate_rewards(self, inputs: list[dict[str, Any]], prompts: list[Any], completions: list[Any],
+    def _calculate_rewards(self, inputs: list[dict[str, object]], prompts: list[object], completions: list[object],
                            completion_ids_list: list[list[int]]) -> torch.Tensor:
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         if self.model.training:
@@ -196,7 +198,7 @@ class EnvevoGRPOTrainer(GRPOTrainer):
                                      [rewards[k:k + n] for k in range(0, len(rewards), n)])
         return rewards_per_func
 
-    def _save_checkpoint(self, model: torch.nn.Module, trial: Any) -> None:  # the scheduler state travels with every checkpoint
+    def _save_checkpoint(self, model: torch.nn.Module, trial: object) -> None:  # the scheduler state travels with every checkpoint
         super()._save_checkpoint(model, trial)
         if self.args.should_save:
             import json

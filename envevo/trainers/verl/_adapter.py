@@ -35,11 +35,10 @@ from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer, ReplayBufferAsync
 from verl.utils.dataset.rl_dataset import RLHFDataset
 
 from envevo.schedule import Observation, ScheduleError, Scheduler
-from envevo.trainers._base import ENV_ID, BatchDraws, build_scheduler, row_positions
+from envevo.trainers._base import ENV_ID, BatchDraws, build_scheduler, check_trainer_state, row_positions, trainer_state
 from envevo.trainers._runner import check_tasks, task_configs
 from envevo.trainers._runners import runner_spec
 
-STATE_FORMAT = 1
 TRAIN = "train"
 
 
@@ -71,7 +70,7 @@ def dataset_extra_infos(data_source: Sized) -> list[dict[str, Any]]:
 class EnvevoRLHFDataset(RLHFDataset):
     """verl's ``RLHFDataset`` whose train items follow an envevo scheduler (EL by default)."""
 
-    def __init__(self, data_files: Any, tokenizer: Any, config: Any, processor: Any = None,
+    def __init__(self, data_files: object, tokenizer: object, config: Any, processor: object = None,
                  max_samples: int = -1, scheduler: Scheduler | None = None) -> None:
         super().__init__(data_files=data_files, tokenizer=tokenizer, config=config, processor=processor,
                          max_samples=max_samples)
@@ -118,24 +117,27 @@ class EnvevoRLHFDataset(RLHFDataset):
         return obs
 
     # StatefulDataLoader saves and restores these with verl's checkpoint (data.pt).
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, object]:
         if self.scheduler is None:
             return {}
-        return {"format": STATE_FORMAT, "draws": self.draw.state_dict()}
+        return trainer_state(draws=self.draw.state_dict())
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         if self.scheduler is None or not state_dict:
             return
-        if state_dict.get("format") != STATE_FORMAT:
-            raise ScheduleError(f"unknown EnvevoRLHFDataset state format {state_dict.get('format')!r}")
+        check_trainer_state(state_dict, "EnvevoRLHFDataset")
         self.draw.load_state_dict(state_dict["draws"])
 
 
-def _as_int(value: Any) -> int:
+def _as_int(value: object) -> int:
     """A scalar read back from TransferQueue: a tensor, a NonTensorData wrapper or a plain number."""
     if not hasattr(value, "item") and hasattr(value, "data"):
         value = value.data
-    return int(value.item() if hasattr(value, "item") else value)
+    if hasattr(value, "item"):
+        value = value.item()
+    if not isinstance(value, (int, float, str)):  # int() would raise TypeError: say what it was instead
+        raise ScheduleError(f"TransferQueue gave {value!r} as a dataset row index, not a number")
+    return int(value)
 
 
 class _ObservesFinishedGroups:
@@ -148,9 +150,9 @@ class _ObservesFinishedGroups:
     pending_keys: dict[str, set[str]]
     running_keys: dict[str, set[str]]
     failure_keys: dict[str, set[str]]
-    partitions: dict[str, dict[str, dict[str, Any]]]
+    partitions: dict[str, dict[str, dict[str, object]]]
 
-    def _envevo_init(self, kwargs: dict[str, Any], *, sync: bool) -> dict[str, Any]:
+    def _envevo_init(self, kwargs: dict[str, object], *, sync: bool) -> dict[str, object]:
         trainer = getattr(kwargs.get("refill_fn"), "__self__", None)
         if trainer is None or not hasattr(trainer, "config"):
             raise ScheduleError("EnvevoReplayBuffer must be built by verl's v1 trainer "
@@ -160,7 +162,7 @@ class _ObservesFinishedGroups:
         self.envevo_observations = 0
         # Give the buffer verl's own DAPO / failed-group settings, as verl does for its built-in buffers.
         cfg = trainer.config
-        extra: dict[str, Any] = {
+        extra: dict[str, object] = {
             "filter_groups_metric": trainer._resolve_filter_groups_metric(),
             "sync_refill_failed_groups": bool(cfg.trainer.v1.sampler.get("sync_refill_failed_groups", False)),
         }
@@ -227,7 +229,7 @@ class _ObservesFinishedGroups:
 class EnvevoReplayBuffer(_ObservesFinishedGroups, ReplayBuffer):
     """verl's sync ``ReplayBuffer`` (``trainer.v1.trainer_mode: sync``) feeding every finished group back."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: object) -> None:
         extra = self._envevo_init(kwargs, sync=True)
         super().__init__(**kwargs, **extra)
 
@@ -235,7 +237,7 @@ class EnvevoReplayBuffer(_ObservesFinishedGroups, ReplayBuffer):
 class EnvevoReplayBufferAsync(_ObservesFinishedGroups, ReplayBufferAsync):
     """verl's ``ReplayBufferAsync`` (the async trainer modes) feeding every finished group back."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: object) -> None:
         extra = self._envevo_init(kwargs, sync=False)
         super().__init__(**kwargs, **extra)
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, Field
-from pydantic_ai import ModelRetry
 
 from envevo.evolve._engine import Proposal
 from envevo.llm import (
@@ -28,7 +27,7 @@ from envevo.llm import (
     LLMRuntime,
     RoleFailed,
     Rubric,
-    check_judgements,
+    judge_every_criterion,
     load_prompt,
     render_task,
     render_trace,
@@ -149,13 +148,7 @@ class RubricJudge:
                      lineage: str | None, generation: int | None) -> TaskReview:
         prompt = load_prompt("judge")
         agent = self.runtime.agent("judge", TaskReview, prompt.instructions.replace("{rubric}", rubric.brief()))
-
-        @agent.output_validator
-        def _complete(out: TaskReview) -> TaskReview:
-            problems = check_judgements(rubric, out.criteria)
-            if problems:
-                raise ModelRetry("; ".join(problems))
-            return out
+        judge_every_criterion(agent, rubric)
 
         text = "Review this task."
         if ev is not None:

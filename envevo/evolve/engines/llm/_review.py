@@ -9,10 +9,9 @@ from __future__ import annotations
 import json
 
 from pydantic import BaseModel, Field
-from pydantic_ai import ModelRetry
 
 from envevo.evolve._engine import CriterionVerdict, Proposal, Review
-from envevo.llm import Judgement, LLMRuntime, RoleFailed, Rubric, check_judgements, load_prompt, render_task, render_trace, score
+from envevo.llm import Judgement, LLMRuntime, RoleFailed, Rubric, judge_every_criterion, load_prompt, render_task, render_trace, score
 from envevo.task import Task
 
 
@@ -37,13 +36,7 @@ async def review(runtime: LLMRuntime, rubric: Rubric, task: Task, proposal: Prop
                  generation: int) -> Review:
     prompt = load_prompt("reviewer")
     agent = runtime.agent("reviewer", PlanReview, prompt.instructions.replace("{rubric}", rubric.brief()))
-
-    @agent.output_validator
-    def _complete(out: PlanReview) -> PlanReview:
-        problems = check_judgements(rubric, out.criteria)
-        if problems:
-            raise ModelRetry("; ".join(problems))
-        return out
+    judge_every_criterion(agent, rubric)
 
     try:
         out: PlanReview = await runtime.run(agent, _request(task, proposal), role="reviewer", lineage=lineage,

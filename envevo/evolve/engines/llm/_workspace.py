@@ -68,17 +68,26 @@ class Workspace:
                 rows.append(f"{p.relative_to(self.root).as_posix()} ({kind}{mode})")
         return "\n".join(rows) or "(empty)"
 
-    def read(self, path: str, offset: int = 0) -> str:
+    def _text(self, path: str, verb: str, missing: str, binary: str) -> tuple[str, str] | str:
+        """(path in the task, text) of a text file, or the error to answer: `missing` and `binary` are templates
+        naming {rel} (and {n}, the file's size)."""
         try:
             rel, p = self.resolve(path)
         except Refused as e:
-            return self._refuse("read", e)
+            return self._refuse(verb, e)
         if not p.is_file():
-            return f"error: no file {rel} in the task"
+            return missing.format(rel=rel)
         data = p.read_bytes()
         if b"\x00" in data:
-            return f"error: {rel} is binary ({len(data)} bytes); inspect it with run_in_container"
-        text = data.decode("utf-8", "replace")
+            return binary.format(rel=rel, n=len(data))
+        return rel, data.decode("utf-8", "replace")
+
+    def read(self, path: str, offset: int = 0) -> str:
+        found = self._text(path, "read", "error: no file {rel} in the task",
+                           "error: {rel} is binary ({n} bytes); inspect it with run_in_container")
+        if isinstance(found, str):
+            return found
+        _, text = found
         chunk = text[max(offset, 0):max(offset, 0) + self.max_read_chars]
         rest = len(text) - max(offset, 0) - len(chunk)
         more = f"\n[… {rest} more characters: read again with offset={offset + len(chunk)}]" if rest > 0 else ""
@@ -114,16 +123,11 @@ class Workspace:
 
     def replace(self, path: str, old: str, new: str) -> str:
         """Replace the one occurrence of `old` in a text file with `new` (an edit without resending the file)."""
-        try:
-            rel, p = self.resolve(path)
-        except Refused as e:
-            return self._refuse("edit", e)
-        if not p.is_file():
-            return f"error: no file {rel} in the task; create it with write_file"
-        data = p.read_bytes()
-        if b"\x00" in data:
-            return f"error: {rel} is binary; replace it with write_file"
-        text = data.decode("utf-8", "replace")
+        found = self._text(path, "edit", "error: no file {rel} in the task; create it with write_file",
+                           "error: {rel} is binary; replace it with write_file")
+        if isinstance(found, str):
+            return found
+        rel, text = found
         if not old:
             return "error: old_text is empty; give the exact text to replace, with enough lines to be unique"
         count = text.count(old)

@@ -20,7 +20,7 @@ NEW = "new"  # a pair the edit inserted or swapped in
 REMOVED = "removed"  # a step of the old chain that the edit replaced
 
 
-def _owned(b: Block) -> tuple[Any, ...]:
+def _owned(b: Block) -> tuple[object, ...]:
     return b.fixtures, b.instruction, b.oracle_sh, b.checks
 
 
