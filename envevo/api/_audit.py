@@ -99,7 +99,7 @@ async def audit(tasks: list[Path], config: CheckConfig | None = None, *, out_dir
     private_dir(out_dir)  # 0700 when envevo creates it: trial logs hold task output
     jobs = out_dir / "trials"
     verifiers = verifiers_for(verification, runtime)
-    env, concurrency = sandbox.env, sandbox.concurrency
+    env, concurrency = sandbox.env, sandbox.trial_concurrency
     t0 = time.monotonic()
 
     async def run_all(advance, sink) -> None:

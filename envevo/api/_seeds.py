@@ -53,7 +53,7 @@ async def select_seeds(tasks: list[Path], config: CheckConfig | None = None, *, 
         if mapping.images:
             runnable = _runnable(sandbox.env, mapping, out_dir / "_verify" / "_tasks")
     doc = await select(tasks, run_dir, out_dir, max_pass=max_pass, min_turns=min_turns, agent=agent, verify=verify,
-                       env=sandbox.env, concurrency=sandbox.concurrency, red_team=verification.red_team,
+                       env=sandbox.env, concurrency=sandbox.trial_concurrency, red_team=verification.red_team,
                        mutation=verification.mutation, model=runtime, model_mutants=verification.model_mutants,
                        notify=notify, verifiers=verifiers, runnable=runnable)
     _harden_previews(doc)
@@ -90,7 +90,7 @@ async def _harden_rejected(doc: dict, out: Path, jobs: Path, config: CheckConfig
     folder.start()
     if not picked:
         return []
-    env, concurrency, v = config.sandbox.env, config.sandbox.concurrency, config.verification
+    env, concurrency, v = config.sandbox.env, config.sandbox.trial_concurrency, config.verification
     gate = asyncio.Semaphore(concurrency)
 
     async def one(task) -> dict:

@@ -93,7 +93,7 @@ async def verify(tasks: list[Path], config: CheckConfig | None = None, *, jobs_d
     t0 = time.monotonic()
     with progress(f"verifying {len(runnable)} task(s)", total) as advance:
         verdicts = await verify_tasks(runnable, jobs, env=sandbox.env, verifiers=verifiers,
-                                      concurrency=sandbox.concurrency, strict=verification.strict,
+                                      concurrency=sandbox.trial_concurrency, strict=verification.strict,
                                       on_trial_done=lambda t: advance(f"{t.task}: {trial_line(t)}"))
     wall = time.monotonic() - t0
     originals = {t.name: t.source for t in loaded}

@@ -110,12 +110,14 @@ def deprecated_flag(old: str, new: str, removed_in: str) -> None:
               markup=False, soft_wrap=True)
 
 
-def renamed[T](old_value: T | None, new_value: T, old: str, new: str, removed_in: str = REMOVED_IN) -> T:
+def renamed[T](old_value: T | None, new_value: T, old: str, new: str, removed_in: str = REMOVED_IN,
+               unset: T | None = None) -> T:
     """The value of a renamed option: the new spelling's, or the old one's with a deprecation line. Both at once
-    is a user error, since which one wins would be a guess."""
+    is a user error, since which one wins would be a guess. `unset`: the new spelling's value when not given (its
+    default, for an option that has one)."""
     if old_value is None:
         return new_value
-    if new_value is not None:
+    if new_value != unset:
         raise UserError(f"{old} is the old spelling of {new}: give only {new}")
     deprecated_flag(old, new, removed_in)
     return old_value

@@ -32,14 +32,7 @@ from envevo.cli._common import (
     usage_table,
     user_errors,
 )
-from envevo.cli._groups import (
-    ModelOptions,
-    SandboxOptions,
-    ScaleOptions,
-    VerificationOptions,
-    check_config,
-    grouped,
-)
+from envevo.cli._groups import CheckOptions, grouped
 from envevo.cli.verify_cmd import REFUSED, print_refused
 from envevo.errors import UserError
 from envevo.verify import AUDIT_RESULTS as RESULTS
@@ -74,11 +67,8 @@ def audit(
     out_dir: Annotated[Path, o.out_option("Where results (audit.jsonl) and trial logs go.")] = Path("audit"),
     resume: Annotated[bool, typer.Option("--resume", help="Skip tasks whose content hash already has a result in "
                                          "--out.")] = False,
-    sandbox: SandboxOptions,
-    verification: VerificationOptions,
-    model: ModelOptions,
+    check: CheckOptions,
     json_out: o.Json = False,
-    scale: ScaleOptions,
     fail_on: Annotated[list[str], typer.Option(
         "--fail-on", metavar="CLASS", help="Exit 1 only if one of these broke some task (repeat, or comma-separate): "
         "an exploit (reward_forgery, answer_flooding, …), oracle, invalid_test, red_team (any exploit), mutation "
@@ -111,7 +101,7 @@ def audit(
     a near miss); 2 bad input, or every task refused."""
     from envevo import api
 
-    config = check_config(sandbox, verification, model, scale)
+    config = check.check_config()
     wanted = check_fail_on(fail_on)
     check_output(out_dir.resolve(), "--out", folder=True)
     result = asyncio.run(api.audit(tasks, config, out_dir=out_dir, resume=resume, harden_dir=harden_dir, notify=note,

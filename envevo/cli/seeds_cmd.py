@@ -26,14 +26,7 @@ from envevo.cli._common import (
     usage_table,
     user_errors,
 )
-from envevo.cli._groups import (
-    ModelOptions,
-    SandboxOptions,
-    ScaleOptions,
-    VerificationOptions,
-    check_config,
-    grouped,
-)
+from envevo.cli._groups import CheckOptions, grouped
 from envevo.errors import UserError
 from envevo.rollout import parse_fraction, rollout_reasons  # noqa: F401 (tests and scripts import them from here)
 
@@ -55,14 +48,11 @@ def select(
                                              "turns.")] = 30,
     by_agent: o.ByAgent = None,
     old_agent: Annotated[str | None, o.old_spelling("--agent", "--by-agent")] = None,
-    sandbox: SandboxOptions,
+    check: CheckOptions,
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Also require the verifiers that gate a seed in "
                                          "`evolve` to pass: oracle, invalid-test, red team, mutation.")] = True,
-    verification: VerificationOptions,
-    model: ModelOptions,
     out_dir: Annotated[Path, o.out_option("Where the selected tasks and selection.json go.")] = Path("seeds"),
     json_out: o.Json = False,
-    scale: ScaleOptions,
     harden_dir: Annotated[Path | None, typer.Option(
         "--harden", metavar="DIR", help="Write a hardened copy (`envevo harden`, proved) into DIR of each task that "
         "is hard enough and that only the red team rejected, where harden would fix it; evolve from DIR.")] = None,
@@ -77,7 +67,7 @@ def select(
     by_agent = renamed(old_agent, by_agent, "seeds select --agent (whose rollouts count)", "--by-agent")
     if run_dir is None:
         raise UserError("seeds select reads recorded rollouts: give the run that holds them with --run RUN")
-    config = check_config(sandbox, verification, model, scale)
+    config = check.check_config()
     result = asyncio.run(api.select_seeds(tasks, config, run_dir=run_dir, out_dir=out_dir, max_pass=max_pass,
                                           min_turns=min_turns, agent=by_agent, verify=verify, harden_dir=harden_dir,
                                           notify=note))

@@ -26,14 +26,7 @@ from envevo.cli._common import (
     user_errors,
     verifier_mark,
 )
-from envevo.cli._groups import (
-    ModelOptions,
-    SandboxOptions,
-    ScaleOptions,
-    VerificationOptions,
-    check_config,
-    grouped,
-)
+from envevo.cli._groups import CheckOptions, grouped
 from envevo.verify import registered
 
 __all__ = ["REFUSED", "print_refused", "refusal", "verify"]
@@ -52,13 +45,10 @@ def mutation_mark(report) -> str:
 def verify(
     tasks: Annotated[list[Path], typer.Argument(help="Task dirs (Harbor or Terminal-Bench 1), or folders of tasks.")],
     *,
-    sandbox: SandboxOptions,
+    check: CheckOptions,
     jobs_dir: Annotated[Path | None, typer.Option("--jobs-dir", help="Where trial logs go (default: "
                                                   "./jobs/verify-<time>).")] = None,
-    verification: VerificationOptions,
-    model: ModelOptions,
     json_out: o.Json = False,
-    scale: ScaleOptions,
 ) -> None:
     """Check each task in real containers: the reference solution passes (oracle), an empty one fails (invalid-test),
     with --red-team, no exploit passes, and with --mutation, no near-miss solution passes (its score: killed/total).
@@ -73,7 +63,7 @@ def verify(
     some task is weak (its tests miss a near miss); 2 bad input, or every task refused."""
     from envevo import api
 
-    config = check_config(sandbox, verification, model, scale)
+    config = check.check_config()
     if jobs_dir is not None:
         check_output(jobs_dir, "--jobs-dir", folder=True)
     result = asyncio.run(api.verify(tasks, config, jobs_dir=jobs_dir, notify=note, progress=progress))

@@ -28,7 +28,7 @@ def test_the_library_defaults_are_the_cli_defaults() -> None:
     from envevo.evolve import EvolveConfig
 
     cfg, run = api.CheckConfig(), EvolveConfig()
-    assert (cfg.sandbox.env, cfg.sandbox.concurrency) == (o.ENV, o.CONCURRENCY) == (run.env, run.trial_concurrency)
+    assert (cfg.sandbox.env, cfg.sandbox.trial_concurrency) == (o.ENV, o.TRIAL_CONCURRENCY) == (run.env, run.trial_concurrency)
     v = cfg.verification
     assert (v.repeats, v.red_team, v.mutation) == (o.REPEATS, o.RED_TEAM, o.MUTATION) == (run.repeats, run.red_team,
                                                                                           run.mutation)
