@@ -13,9 +13,7 @@ from pydantic import BaseModel
 from envevo.api._config import CheckConfig
 from envevo.api._host import Notify, budget_stop, model_usage, prepare_host, quiet, verification_model, verifiers_for
 from envevo.errors import UserError
-from envevo.verify import RED_TEAM
-
-_RED_TEAM_REASON = f"verifier: {RED_TEAM}: "
+from envevo.verify import spec_of
 
 
 class SeedSelection(BaseModel):
@@ -69,13 +67,20 @@ def _runnable(env: str, mapping, dest: Path):
     return lambda task_dir: runnable_copy(load_task(task_dir), env, mapping, dest.resolve())[0]
 
 
+def _only_hardenable(task: dict[str, Any]) -> bool:
+    """Only verifiers whose findings harden fixes (the red team's hacks) rejected the task. The verifiers run only on
+    the tasks the rollouts kept, so no rollout reason stands beside theirs."""
+    rejected_by = task.get("rejected_by", [])
+    return bool(rejected_by) and all((spec := spec_of(name)) is not None and spec.hardenable for name in rejected_by)
+
+
 def _harden_previews(doc: dict) -> None:
     """Each task's `harden` entry: what `envevo harden` would fix in it, from its files and the red team's verdict."""
     from envevo.harden import preview_harden
     from envevo.task import load_task
 
     for t in doc["tasks"]:
-        broke = ["the red team"] if any(r.startswith(_RED_TEAM_REASON) for r in t["reasons"]) else []
+        broke = ["the red team"] if _only_hardenable(t) else []
         t["harden"] = preview_harden(load_task(Path(t["path"])), broken_by=broke).text
 
 
@@ -84,8 +89,8 @@ async def _harden_rejected(doc: dict, out: Path, jobs: Path, config: CheckConfig
     from envevo.harden import OutFolder, harden_task, out_name
     from envevo.task import load_task
 
-    picked = [load_task(Path(t["path"])) for t in doc["tasks"] if t["reasons"] and t["harden"].startswith("harden "
-              "would fix") and all(r.startswith(_RED_TEAM_REASON) for r in t["reasons"])]
+    picked = [load_task(Path(t["path"])) for t in doc["tasks"]
+              if _only_hardenable(t) and t["harden"].startswith("harden would fix")]
     folder = OutFolder(out, [out_name(t) for t in picked], overwrite=False)
     folder.start()
     if not picked:
