@@ -5,13 +5,15 @@ team rejected."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
+from envevo.api._check import Checking
 from envevo.api._config import CheckConfig
-from envevo.api._host import Notify, budget_stop, model_usage, prepare_host, quiet, verification_model, verifiers_for
+from envevo.api._host import Notify, quiet
 from envevo.errors import UserError
 from envevo.verify import spec_of
 
@@ -43,28 +45,27 @@ async def select_seeds(tasks: list[Path], config: CheckConfig | None = None, *, 
         from envevo.harden import check_out
 
         check_out(harden_dir.absolute(), overwrite=False)  # before any container starts
-    runtime, runnable, verifiers = None, None, None
-    if verify:  # only the verifiers start sandboxes (and ask a model) here; select_seeds runs the preflight
-        mapping, _ = prepare_host(sandbox, config.scale, notify, preflight=False)
-        runtime = await verification_model(model, verification)
-        verifiers = verifiers_for(verification, runtime)
-        if mapping.images:
-            runnable = _runnable(sandbox.env, mapping, out_dir / "_verify" / "_tasks")
+    # only the verifiers start sandboxes (and ask a model) here; select_seeds runs the preflight
+    checking = await Checking.open(config, notify, preflight=False) if verify else None
+    runnable = _runnable(checking, out_dir / "_verify" / "_tasks") if checking and checking.mapping.images else None
     doc = await select(tasks, run_dir, out_dir, max_pass=max_pass, min_turns=min_turns, agent=agent, verify=verify,
                        env=sandbox.env, concurrency=sandbox.trial_concurrency, red_team=verification.red_team,
-                       mutation=verification.mutation, model=runtime, model_mutants=verification.model_mutants,
-                       notify=notify, verifiers=verifiers, runnable=runnable)
+                       mutation=verification.mutation, model=checking.runtime if checking else None,
+                       model_mutants=verification.model_mutants, notify=notify,
+                       verifiers=checking.verifiers if checking else None, runnable=runnable)
     _harden_previews(doc)
     if harden_dir is not None:
         doc["hardened"] = await _harden_rejected(doc, harden_dir, out_dir / "_harden", config, notify)
-    return SeedSelection(doc=doc, usage=model_usage(runtime), budget_stop=budget_stop(runtime))
+    if checking is None:
+        return SeedSelection(doc=doc)
+    return SeedSelection(doc=doc, usage=checking.usage, budget_stop=checking.budget_stop)
 
 
-def _runnable(env: str, mapping, dest: Path):
-    from envevo.sandbox import runnable_copy
+def _runnable(checking: Checking, dest: Path) -> Callable[[Path], Path]:
+    """The dir a task's trials run from: a copy with its base images rewritten."""
     from envevo.task import load_task
 
-    return lambda task_dir: runnable_copy(load_task(task_dir), env, mapping, dest.resolve())[0]
+    return lambda task_dir: checking.runnable(load_task(task_dir), dest.resolve())[0]
 
 
 def _only_hardenable(task: dict[str, Any]) -> bool:

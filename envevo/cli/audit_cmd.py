@@ -9,7 +9,6 @@ so a crash loses only the tasks in flight.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Annotated
@@ -20,20 +19,9 @@ from rich.table import Table
 
 from envevo.api import AuditResult, CheckConfig, harden_preview, refusal
 from envevo.cli import _options as o
-from envevo.cli._common import (
-    STATUS,
-    USAGE_TITLE,
-    check_output,
-    err,
-    note,
-    out,
-    print_json,
-    progress,
-    usage_table,
-    user_errors,
-)
+from envevo.cli._common import check_output, err, out, print_json, run_library, user_errors
 from envevo.cli._groups import CheckOptions, grouped
-from envevo.cli.verify_cmd import REFUSED, print_refused
+from envevo.cli._verdicts import REFUSED, STATUS, print_refused, print_verifier_usage, say_budget_stop
 from envevo.errors import UserError
 from envevo.verify import AUDIT_RESULTS as RESULTS
 from envevo.verify import MUTATION, audit_sarif, fail_on_hits, label_of, record_reasons
@@ -104,14 +92,12 @@ def audit(
     config = check.check_config()
     wanted = check_fail_on(fail_on)
     check_output(out_dir.resolve(), "--out", folder=True)
-    result = asyncio.run(api.audit(tasks, config, out_dir=out_dir, resume=resume, harden_dir=harden_dir, notify=note,
-                                   progress=progress))
+    result = run_library(api.audit, tasks, config, out_dir=out_dir, resume=resume, harden_dir=harden_dir)
     if not result.ran:
         print_refused(result.refused, json_out)
         raise typer.Exit(result.exit_code)
     print_audit(result, config, json_out)
-    if result.budget_stop is not None:  # the cap stopped the model: said once, on stderr
-        err.print(result.budget_stop, markup=False, highlight=False, soft_wrap=True)
+    say_budget_stop(result.budget_stop)
     if sarif is not None:
         write_sarif(sarif, audit_sarif(result.records))
         err.print(f"SARIF: {sarif}")
@@ -147,8 +133,7 @@ def print_audit(result: AuditResult, config: CheckConfig, json_out: bool) -> Non
               f"hackable {summary['hackable']}/{summary['tasks']} ({100 * summary['hackable_fraction']:.0f}%); "
               f"surviving mutants in {summary['mutant_survived']}/{summary['mutation_scored']} scored task(s)"
               + (f" (mutation score {summary['mutation_score']})" if summary["mutation_score"] else ""))
-    if result.usage:
-        err.print(usage_table(USAGE_TITLE, result.usage))
+    print_verifier_usage(result.usage)
     err.print(f"results: {result.results}")
 
 

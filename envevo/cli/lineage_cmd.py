@@ -4,7 +4,7 @@ an older store to this envevo's schema."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
@@ -24,6 +24,9 @@ from envevo.cli._common import (
 )
 from envevo.verify import MUTATION
 
+if TYPE_CHECKING:
+    from envevo.store import LineageStore
+
 lineage_app = sub_app("Inspect the lineages of an evolve run: generations, ξ length, D_T, mutations, mutation-rate stats.")
 
 
@@ -31,7 +34,7 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
-def lineage_json(store: Any, lineage_id: str) -> dict[str, Any]:
+def lineage_json(store: LineageStore, lineage_id: str) -> dict[str, Any]:
     """The `lineage show --json` object of one lineage."""
     from envevo.analysis import mutant_scores
     from envevo.store import version_fields

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, TypedDict
+from typing import TYPE_CHECKING, Annotated, TypedDict
 
 import typer
 from rich.markup import escape
@@ -23,6 +23,9 @@ from envevo.cli._common import (
     user_errors,
 )
 from envevo.schedule import LearnerConfig, SimConfig
+
+if TYPE_CHECKING:
+    from envevo.schedule import SimulationResult
 
 schedule_app = sub_app("Curriculum schedulers for RL on evolved lineages (EL and baselines), and a GRPO curriculum simulator.")
 
@@ -54,7 +57,7 @@ def _pool(run: Path | None, n_lineages: int, generations: int, pool_seed: int):
                                     "lineages over the procedural catalog"}
 
 
-def _table(result: Any) -> Table:
+def _table(result: SimulationResult) -> Table:
     from envevo.schedule import SHORT_TITLES, TABLE_METRICS, fmt_pm, metric_title
 
     c = result.config
@@ -71,7 +74,7 @@ def _table(result: Any) -> Table:
     return t
 
 
-def _paired_table(result: Any) -> Table:
+def _paired_table(result: SimulationResult) -> Table:
     from envevo.schedule import PAIRED_METRICS, SHORT_TITLES, fmt_pm, metric_title
 
     t = Table(title=f"SIMULATION — difference from {result.reference}, paired by seed: mean±95% CI half-width",
@@ -158,7 +161,7 @@ def simulate(
     _print_simulation(result, files)
 
 
-def _print_simulation(result, files: dict[str, str]) -> None:
+def _print_simulation(result: SimulationResult, files: dict[str, str]) -> None:
     """The summary and paired tables, each scheduler's notes, the pool, and where the report was written."""
     out.print(_table(result))
     if result.paired:

@@ -13,20 +13,9 @@ from rich.table import Table
 
 from envevo.api import SeedSelection
 from envevo.cli import _options as o
-from envevo.cli._common import (
-    INTERRUPTED_NO_SANDBOX,
-    USAGE_TITLE,
-    err,
-    fmt,
-    note,
-    out,
-    print_json,
-    renamed,
-    sub_app,
-    usage_table,
-    user_errors,
-)
+from envevo.cli._common import INTERRUPTED_NO_SANDBOX, err, fmt, note, out, print_json, renamed, sub_app, user_errors
 from envevo.cli._groups import CheckOptions, grouped
+from envevo.cli._verdicts import print_verifier_usage, say_budget_stop
 from envevo.errors import UserError
 from envevo.rollout import parse_fraction, rollout_reasons  # noqa: F401 (tests and scripts import them from here)
 
@@ -71,8 +60,7 @@ def select(
     result = asyncio.run(api.select_seeds(tasks, config, run_dir=run_dir, out_dir=out_dir, max_pass=max_pass,
                                           min_turns=min_turns, agent=by_agent, verify=verify, harden_dir=harden_dir,
                                           notify=note))
-    if result.budget_stop is not None:  # the cap stopped the model: said once, on stderr
-        err.print(result.budget_stop, markup=False, highlight=False, soft_wrap=True)
+    say_budget_stop(result.budget_stop)
     print_selection(result, out_dir, json_out)
 
 
@@ -92,8 +80,7 @@ def print_selection(result: SeedSelection, out_dir: Path, json_out: bool) -> Non
                       "[green]yes[/]" if t["selected"] else "[red]no[/]", escape("; ".join(t["reasons"]) or "-"),
                       escape(t["harden"]))
     out.print(table)
-    if usage:
-        err.print(usage_table(USAGE_TITLE, usage))
+    print_verifier_usage(usage)
     err.print(f"selected {len(doc['selected'])} of {len(doc['tasks'])}: {out_dir / 'selection.json'}")
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from pathlib import Path
 from typing import Annotated
@@ -13,20 +12,9 @@ from rich.table import Table
 
 from envevo.api import VerifyResult, refusal
 from envevo.cli import _options as o
-from envevo.cli._common import (
-    STATUS,
-    USAGE_TITLE,
-    check_output,
-    err,
-    note,
-    out,
-    print_json,
-    progress,
-    usage_table,
-    user_errors,
-    verifier_mark,
-)
+from envevo.cli._common import check_output, err, out, print_json, run_library, user_errors
 from envevo.cli._groups import CheckOptions, grouped
+from envevo.cli._verdicts import REFUSED, STATUS, print_refused, print_verifier_usage, say_budget_stop, verifier_mark
 from envevo.verify import registered
 
 __all__ = ["REFUSED", "print_refused", "refusal", "verify"]
@@ -66,7 +54,7 @@ def verify(
     config = check.check_config()
     if jobs_dir is not None:
         check_output(jobs_dir, "--jobs-dir", folder=True)
-    result = asyncio.run(api.verify(tasks, config, jobs_dir=jobs_dir, notify=note, progress=progress))
+    result = run_library(api.verify, tasks, config, jobs_dir=jobs_dir)
     if not result.verdicts:
         print_refused(result.refused, json_out)
     elif json_out:
@@ -75,8 +63,7 @@ def verify(
                    + [refusal(d, why) for d, why in result.refused])
     else:
         print_verdicts(result, config.sandbox.env, config.verification.repeats)
-    if result.budget_stop is not None:  # the cap stopped the model: said once, on stderr
-        err.print(result.budget_stop, markup=False, highlight=False, soft_wrap=True)
+    say_budget_stop(result.budget_stop)
     # A refused task counts as a failed one (exit 1); all refused is exit 2.
     raise typer.Exit(result.exit_code)
 
@@ -106,8 +93,7 @@ def print_verdicts(result: VerifyResult, env: str, repeats: int) -> None:
     for task, said in by_task.items():
         for line in dict.fromkeys(n for n in said if n not in shared):
             err.print(f"note: {escape(task)}: {escape(line)}")
-    if result.usage:
-        err.print(usage_table(USAGE_TITLE, result.usage))
+    print_verifier_usage(result.usage)
     # Inconclusive is counted apart from fail: this host could not run those tasks, which says nothing of them.
     counts = Counter(v.status for v in verdicts)
     err.print(f"{len(verdicts)} task(s): " + ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s])
@@ -115,13 +101,4 @@ def print_verdicts(result: VerifyResult, env: str, repeats: int) -> None:
     err.print(f"trial logs: {result.jobs}")
 
 
-REFUSED = "[bold red]refused[/]"
 STATUSES = ("ok", "weak", "inconclusive", "fail")  # best to worst, the order the summary counts them
-
-
-def print_refused(refused: list[tuple[Path, str]], json_out: bool) -> None:
-    if json_out:
-        print_json([refusal(d, why) for d, why in refused])
-        return
-    for d, why in refused:
-        err.print(f"[bold red]refused:[/] {escape(d.name)}: {escape(why)}", highlight=False, soft_wrap=True)
