@@ -49,6 +49,7 @@ def old_spelling(flag: str, new: str) -> typer.models.OptionInfo:
 # ---- runs and lineages ------------------------------------------------------------------------------------
 RUN_HELP = "Run dir: the lineage store that `envevo evolve --run` writes."
 RunArg = Annotated[Path, typer.Argument(help=RUN_HELP)]
+TaskDirs = Annotated[list[Path], typer.Argument(help="Task dirs (Harbor or Terminal-Bench 1), or folders of tasks.")]
 
 
 def run_option(help: str) -> typer.models.OptionInfo:  # noqa: A002 (typer's own name)

@@ -31,7 +31,7 @@ def _side(side) -> list[str]:
                          "the command (with --overwrite) to continue")
 @grouped
 def harden(
-    tasks: Annotated[list[Path], typer.Argument(help="Task dirs (Harbor or Terminal-Bench 1), or folders of tasks.")],
+    tasks: o.TaskDirs,
     *,
     out_dir: Annotated[Path, o.out_option("Folder to write the hardened tasks into, one dir per task; refused if it "
                                           "exists, unless --overwrite and a previous harden wrote it.")],

@@ -26,7 +26,7 @@ seeds_app = sub_app("Select seed tasks: hard for an agent, sound by the verifier
 @user_errors
 @grouped
 def select(
-    tasks: Annotated[list[Path], typer.Argument(help="Candidate seed task dirs (or folders of them).")],
+    tasks: o.TaskDirs,
     *,
     run_dir: Annotated[Path | None, o.run_option("The run holding their rollouts (`envevo rollout TASKS --run RUN`); "
                                                  "required.")] = None,

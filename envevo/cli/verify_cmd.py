@@ -31,7 +31,7 @@ def mutation_mark(report) -> str:
 @user_errors
 @grouped
 def verify(
-    tasks: Annotated[list[Path], typer.Argument(help="Task dirs (Harbor or Terminal-Bench 1), or folders of tasks.")],
+    tasks: o.TaskDirs,
     *,
     check: CheckOptions,
     jobs_dir: Annotated[Path | None, typer.Option("--jobs-dir", help="Where trial logs go (default: "
