@@ -122,7 +122,7 @@ def pass_env(names: list[str], config: Path | None) -> None:
     pass_host_env([*names, *pass_env_in_config(config)])
 
 
-def run_library[R](call: Callable[..., Coroutine[Any, Any, R]], /, *args: Any, **kwargs: Any) -> R:
+def run_library[R](call: Callable[..., Coroutine[object, object, R]], /, *args: object, **kwargs: object) -> R:
     """The command's one `asyncio.run`: an `envevo.api` entry point, its notes and progress on stderr."""
     import asyncio
 

@@ -40,7 +40,7 @@ class _Group:
     """An option group whose fields are named as its config model's (a repeatable option's list given as a tuple);
     a field named `old_*` is an old spelling, which the group reads before building its model."""
 
-    def _values(self, group: type, *skip: str) -> dict[str, Any]:
+    def _values(self, group: type, *skip: str) -> dict[str, object]:
         """The values of `group`'s own fields (a command may take several groups as one, `CheckOptions`)."""
         return {f.name: tuple(v) if isinstance(v, list) else v for f in dataclasses.fields(group)
                 if not f.name.startswith("old_") and f.name not in skip for v in [getattr(self, f.name)]}
