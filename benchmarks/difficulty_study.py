@@ -85,7 +85,7 @@ def roll(run: Path, agent: str, k: int, generations: set[int] | None, concurrenc
     if dirs:
         t0 = time.time()
         envevo("rollout", *dirs, "--agent", agent, "-k", str(k), "--run", str(run),
-               "--concurrency", str(concurrency), "--json", log=log)
+               "--trial-concurrency", str(concurrency), "--json", log=log)
         print(f"  {run.name}: {agent} × {len(dirs)} versions × {k} in {time.time() - t0:.0f} s", flush=True)
 
 

@@ -37,7 +37,7 @@ def main() -> None:
     ap.add_argument("--no-warm", action="store_true", help="skip the untimed warm-up verify (the images of the task "
                     "and of its hardened copy are built already)")
     args = ap.parse_args()
-    common = ["--concurrency", str(args.concurrency), "--mutation", args.mutation]
+    common = ["--trial-concurrency", str(args.concurrency), "--mutation", args.mutation]
     ratios, verifies, hardens = [], [], []
     with tempfile.TemporaryDirectory(prefix="harden-cost-") as tmp:
         if not args.no_warm:

@@ -61,7 +61,7 @@ def main() -> None:
     agents = [x.strip() for x in a.agents.split(",") if x.strip()]
     for run in runs if not a.stored else ():
         for agent in agents:
-            envevo("rollout", str(run), "--agent", agent, "-k", str(a.k), "--concurrency", str(a.concurrency), "--json")
+            envevo("rollout", str(run), "--agent", agent, "-k", str(a.k), "--trial-concurrency", str(a.concurrency), "--json")
     with ExitStack() as stack:
         stores = [stack.enter_context(LineageStore.open(r, create=False)) for r in runs]
         rows = [r for r in collect(stores)

@@ -11,19 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from envevo.api._check import Checking
 from envevo.api._config import CheckConfig
-from envevo.api._host import (
-    Notify,
-    Progress,
-    budget_stop,
-    model_usage,
-    no_progress,
-    prepare_host,
-    quiet,
-    verdicts_exit_code,
-    verification_model,
-    verifiers_for,
-)
+from envevo.api._host import Notify, Progress, no_progress, quiet, verdicts_exit_code
 from envevo.api._verify import Refusal
 from envevo.errors import ExitCode, UserError
 from envevo.verify import AUDIT_RESULTS, MUTATION, ORACLE
@@ -71,18 +61,17 @@ async def audit(tasks: list[Path], config: CheckConfig | None = None, *, out_dir
     whose content hash already has a record there. Raises UserError for bad input, before any container."""
     from envevo._home import private_dir
     from envevo.harden import OutFolder, harden_task, out_name
-    from envevo.sandbox import runnable_copy
     from envevo.task import load_task_batch, unique_by_hash
     from envevo.verify import audit_record, end_torn_line, load_audit_results, summarize_audit, verify_tasks
 
     config = config or CheckConfig()
     sandbox, verification = config.sandbox, config.verification
-    runtime = await verification_model(config.model, verification)
     out_dir = out_dir.resolve()
     results = out_dir / AUDIT_RESULTS
     if results.is_file() and not resume:
         raise UserError(f"{results} holds an earlier audit: pass --resume to continue it, or choose another --out")
-    mapping, _ = prepare_host(sandbox, config.scale, notify)
+    checking = await Checking.open(config, notify)
+    mapping = checking.mapping
     # Every task validated before any container starts; one that is refused gets its line, the batch goes on.
     loaded, refused = load_task_batch(tasks)
     if not loaded:
@@ -98,8 +87,8 @@ async def audit(tasks: list[Path], config: CheckConfig | None = None, *, out_dir
         notify(f"resuming: {len(loaded) - len(todo)} of {len(loaded)} task(s) already audited in {results}")
     private_dir(out_dir)  # 0700 when envevo creates it: trial logs hold task output
     jobs = out_dir / "trials"
-    verifiers = verifiers_for(verification, runtime)
-    env, concurrency = sandbox.env, sandbox.concurrency
+    verifiers = checking.verifiers
+    env, concurrency = sandbox.env, sandbox.trial_concurrency
     t0 = time.monotonic()
 
     async def run_all(advance, sink) -> None:
@@ -109,7 +98,7 @@ async def audit(tasks: list[Path], config: CheckConfig | None = None, *, out_dir
         async def one(t) -> None:
             async with in_flight:
                 try:
-                    task_dir, subs = runnable_copy(t, env, mapping, jobs / "_tasks")
+                    task_dir, subs = checking.runnable(t, jobs / "_tasks")
                 except UserError as exc:  # refused for this task only: the others go on
                     refused.append((t.source or Path(t.name), str(exc)))
                     advance(f"{t.name} → refused")
@@ -145,4 +134,4 @@ async def audit(tasks: list[Path], config: CheckConfig | None = None, *, out_dir
     records = [done[h] for h in by_hash if h in done]
     previews = {r["hash"]: harden_preview(by_hash[r["hash"]], r).text for r in records}
     return AuditResult(records, summarize_audit(records), results, refused, previews, hardened, wall,
-                       model_usage(runtime), budget_stop(runtime))
+                       checking.usage, checking.budget_stop)

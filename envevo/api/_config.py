@@ -19,9 +19,10 @@ class SandboxConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    env: str = Field(_RUN["env"].default, description="podman or docker (envevo's local sandbox), harbor:podman, a "
-                                                      "cloud environment (daytona, modal, e2b, …) or pkg.mod:Class")
-    concurrency: int = Field(_RUN["trial_concurrency"].default, ge=1, description="sandbox trials running at once")
+    env: str = Field(_RUN["env"].default, description="podman, docker or bwrap (envevo's local sandboxes), "
+                                                      "harbor:podman, a cloud environment (daytona, modal, e2b, …) or "
+                                                      "pkg.mod:Class")
+    trial_concurrency: int = Field(_RUN["trial_concurrency"].default, ge=1, description="sandbox trials running at once")
     image_map: tuple[str, ...] = Field((), description="base-image rewrites FROM=TO, over [images] of the project file")
     pass_env: tuple[str, ...] = Field((), description="host variables tasks may read through ${NAME} in task.toml, "
                                                       "beside [sandbox] pass_env of the project file")

@@ -31,7 +31,7 @@ class EvolveRun(BaseModel):
     retry_skipped: bool = Field(False, description="with resume: try the seeds the run skipped again")
     explicit: frozenset[str] = Field(frozenset(), description="settings the caller gave, which a resume applies")
     model: ModelConfig = ModelConfig()
-    sandbox: SandboxConfig = SandboxConfig()  # its pass_env and project file (env and trials: `settings`)
+    sandbox: SandboxConfig = SandboxConfig()  # its image map, pass_env and project file (env and trials: `settings`)
     scale: ScaleConfig = ScaleConfig()
     rubrics: tuple[Path, ...] = Field((), description="extra rubric TOMLs for the judge")
     learn_rubric: Path | None = Field(None, description="a rubric TOML each hack the LLM red team proves is appended to")
@@ -89,7 +89,7 @@ async def evolve(config: EvolveRun, *, weakness_p: ReferenceDistribution | None 
     _check(config)
     s, m = config.settings, config.model
     sandbox = config.sandbox.model_copy(update={"env": s.env})
-    _, executor = prepare_host(sandbox, config.scale, notify, trials=False)
+    mapping, executor = prepare_host(sandbox, config.scale, notify, trials=False)
     settings = settings_with_options(m.project, m.model, m.base_url, m.api_key_env, m.role_models, m.max_cost,
                                      m.max_tokens, m.prices, m.record, m.replay) \
         if Capability.USES_LLM in engine_capabilities(s.engine) else None
@@ -106,6 +106,7 @@ async def evolve(config: EvolveRun, *, weakness_p: ReferenceDistribution | None 
     if uses_models(engine):
         await engine.preflight()  # a missing key or a dead endpoint: one line, before any work
     given = s.model_copy(update={
+        "image_map": mapping.images,  # the seeds' and candidates' trials run with it (stored tasks keep their own)
         # Recorded so that --resume refuses to continue a lineage with different models.
         "models": {role: spec.label for role, spec in engine.runtime.specs().items()} if uses_models(engine) else {},
         "weakness_target": engine.target.model_dump(mode="json") if is_targetable(engine) and engine.target else None,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from envevo.api._config import ModelConfig, SandboxConfig, ScaleConfig
 from envevo.errors import ExitCode, UserError
-from envevo.verify import VerificationConfig, parse_mutation, parse_red_team
+from envevo.verify import TrialVerifier, VerificationConfig, parse_mutation, parse_red_team
 
 if TYPE_CHECKING:
     from envevo.evolve import Executor
@@ -85,7 +85,8 @@ async def verification_model(model: ModelConfig, verification: VerificationConfi
     return runtime
 
 
-def verifiers_for(verification: VerificationConfig, runtime: LLMRuntime | None, *, learn_rubric: bool = True) -> list:
+def verifiers_for(verification: VerificationConfig, runtime: LLMRuntime | None, *,
+                  learn_rubric: bool = True) -> list[TrialVerifier]:
     """The container verifiers `verification` asks for, with `runtime` lent to those that call a model."""
     from envevo.llm import verifiers_with_model
 

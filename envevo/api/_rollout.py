@@ -84,7 +84,7 @@ async def rollout(targets: list[Path], config: RolloutConfig | None = None, *, n
         k, label = config.k, f"rollouts of {config.agent} ({len(tasks)} task(s) × {config.k})"
         with progress(label, len(tasks) * k) as advance:
             summaries: list[RolloutSummary] = await run(
-                tasks, config.agent, model, k, env=config.sandbox.env, concurrency=config.sandbox.concurrency,
+                tasks, config.agent, model, k, env=config.sandbox.env, concurrency=config.sandbox.trial_concurrency,
                 trials_dir=trials, store=store, agent_kwargs=agent_kwargs, on_trial=lambda t, r: advance(
                     f"{t.name} → {r.reward if r.reward is not None else r.error_kind.value}"))
     finally:

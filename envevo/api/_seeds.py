@@ -5,17 +5,17 @@ team rejected."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
+from envevo.api._check import Checking
 from envevo.api._config import CheckConfig
-from envevo.api._host import Notify, budget_stop, model_usage, prepare_host, quiet, verification_model, verifiers_for
+from envevo.api._host import Notify, quiet
 from envevo.errors import UserError
-from envevo.verify import RED_TEAM
-
-_RED_TEAM_REASON = f"verifier: {RED_TEAM}: "
+from envevo.verify import spec_of
 
 
 class SeedSelection(BaseModel):
@@ -45,28 +45,34 @@ async def select_seeds(tasks: list[Path], config: CheckConfig | None = None, *, 
         from envevo.harden import check_out
 
         check_out(harden_dir.absolute(), overwrite=False)  # before any container starts
-    runtime, runnable, verifiers = None, None, None
-    if verify:  # only the verifiers start sandboxes (and ask a model) here; select_seeds runs the preflight
-        mapping, _ = prepare_host(sandbox, config.scale, notify, preflight=False)
-        runtime = await verification_model(model, verification)
-        verifiers = verifiers_for(verification, runtime)
-        if mapping.images:
-            runnable = _runnable(sandbox.env, mapping, out_dir / "_verify" / "_tasks")
+    # only the verifiers start sandboxes (and ask a model) here; select_seeds runs the preflight
+    checking = await Checking.open(config, notify, preflight=False) if verify else None
+    runnable = _runnable(checking, out_dir / "_verify" / "_tasks") if checking and checking.mapping.images else None
     doc = await select(tasks, run_dir, out_dir, max_pass=max_pass, min_turns=min_turns, agent=agent, verify=verify,
-                       env=sandbox.env, concurrency=sandbox.concurrency, red_team=verification.red_team,
-                       mutation=verification.mutation, model=runtime, model_mutants=verification.model_mutants,
-                       notify=notify, verifiers=verifiers, runnable=runnable)
+                       env=sandbox.env, concurrency=sandbox.trial_concurrency, red_team=verification.red_team,
+                       mutation=verification.mutation, model=checking.runtime if checking else None,
+                       model_mutants=verification.model_mutants, notify=notify,
+                       verifiers=checking.verifiers if checking else None, runnable=runnable)
     _harden_previews(doc)
     if harden_dir is not None:
         doc["hardened"] = await _harden_rejected(doc, harden_dir, out_dir / "_harden", config, notify)
-    return SeedSelection(doc=doc, usage=model_usage(runtime), budget_stop=budget_stop(runtime))
+    if checking is None:
+        return SeedSelection(doc=doc)
+    return SeedSelection(doc=doc, usage=checking.usage, budget_stop=checking.budget_stop)
 
 
-def _runnable(env: str, mapping, dest: Path):
-    from envevo.sandbox import runnable_copy
+def _runnable(checking: Checking, dest: Path) -> Callable[[Path], Path]:
+    """The dir a task's trials run from: a copy with its base images rewritten."""
     from envevo.task import load_task
 
-    return lambda task_dir: runnable_copy(load_task(task_dir), env, mapping, dest.resolve())[0]
+    return lambda task_dir: checking.runnable(load_task(task_dir), dest.resolve())[0]
+
+
+def _only_hardenable(task: dict[str, Any]) -> bool:
+    """Only verifiers whose findings harden fixes (the red team's hacks) rejected the task. The verifiers run only on
+    the tasks the rollouts kept, so no rollout reason stands beside theirs."""
+    rejected_by = task.get("rejected_by", [])
+    return bool(rejected_by) and all((spec := spec_of(name)) is not None and spec.hardenable for name in rejected_by)
 
 
 def _harden_previews(doc: dict) -> None:
@@ -75,7 +81,7 @@ def _harden_previews(doc: dict) -> None:
     from envevo.task import load_task
 
     for t in doc["tasks"]:
-        broke = ["the red team"] if any(r.startswith(_RED_TEAM_REASON) for r in t["reasons"]) else []
+        broke = ["the red team"] if _only_hardenable(t) else []
         t["harden"] = preview_harden(load_task(Path(t["path"])), broken_by=broke).text
 
 
@@ -84,13 +90,13 @@ async def _harden_rejected(doc: dict, out: Path, jobs: Path, config: CheckConfig
     from envevo.harden import OutFolder, harden_task, out_name
     from envevo.task import load_task
 
-    picked = [load_task(Path(t["path"])) for t in doc["tasks"] if t["reasons"] and t["harden"].startswith("harden "
-              "would fix") and all(r.startswith(_RED_TEAM_REASON) for r in t["reasons"])]
+    picked = [load_task(Path(t["path"])) for t in doc["tasks"]
+              if _only_hardenable(t) and t["harden"].startswith("harden would fix")]
     folder = OutFolder(out, [out_name(t) for t in picked], overwrite=False)
     folder.start()
     if not picked:
         return []
-    env, concurrency, v = config.sandbox.env, config.sandbox.concurrency, config.verification
+    env, concurrency, v = config.sandbox.env, config.sandbox.trial_concurrency, config.verification
     gate = asyncio.Semaphore(concurrency)
 
     async def one(task) -> dict:

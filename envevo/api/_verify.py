@@ -8,19 +8,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from envevo.api._check import Checking
 from envevo.api._config import CheckConfig
-from envevo.api._host import (
-    Notify,
-    Progress,
-    budget_stop,
-    model_usage,
-    no_progress,
-    prepare_host,
-    quiet,
-    verdicts_exit_code,
-    verification_model,
-    verifiers_for,
-)
+from envevo.api._host import Notify, Progress, no_progress, quiet, verdicts_exit_code
 from envevo.errors import ExitCode, UserError
 
 if TYPE_CHECKING:
@@ -59,7 +49,6 @@ async def verify(tasks: list[Path], config: CheckConfig | None = None, *, jobs_d
     """Verify task dirs (Harbor or Terminal-Bench 1, or folders of them). A task that cannot be loaded or run as
     given is refused with its one line; the others run. Raises UserError for bad input, before any container."""
     from envevo._home import private_dir
-    from envevo.sandbox import runnable_copy
     from envevo.task import first_duplicate, load_task_batch
     from envevo.verify import trial_line, unmet_on_host, verify_tasks
 
@@ -68,8 +57,7 @@ async def verify(tasks: list[Path], config: CheckConfig | None = None, *, jobs_d
     # Each task loaded (and validated) on its own, before any container starts: a path that does not exist is said
     # at once; a task refused here gets its one line in the results, the others run.
     loaded, refused = load_task_batch(tasks)
-    runtime = await verification_model(config.model, verification)
-    mapping, _ = prepare_host(sandbox, config.scale, notify)
+    checking = await Checking.open(config, notify)
     dup = first_duplicate([t.name for t in loaded])
     if dup:
         raise UserError(f"two tasks are named {dup!r}; verify them in separate runs")
@@ -80,20 +68,20 @@ async def verify(tasks: list[Path], config: CheckConfig | None = None, *, jobs_d
     prepared = {}
     for t in loaded:
         try:
-            prepared[t.name] = runnable_copy(t, sandbox.env, mapping, jobs / "_tasks")
+            prepared[t.name] = checking.runnable(t, jobs / "_tasks")
         except UserError as exc:
             refused.append((t.source or Path(t.name), str(exc)))
     runnable = [(name, task_dir) for name, (task_dir, _) in prepared.items()]
     if not runnable:
         return VerifyResult([], refused, jobs)  # nothing could be verified
 
-    verifiers = verifiers_for(verification, runtime)
+    verifiers = checking.verifiers
     total = sum(len(v.trial_specs(d, sandbox.env, jobs / n)) for n, d in runnable if unmet_on_host(d) is None
                 for v in verifiers)
     t0 = time.monotonic()
     with progress(f"verifying {len(runnable)} task(s)", total) as advance:
         verdicts = await verify_tasks(runnable, jobs, env=sandbox.env, verifiers=verifiers,
-                                      concurrency=sandbox.concurrency, strict=verification.strict,
+                                      concurrency=sandbox.trial_concurrency, strict=verification.strict,
                                       on_trial_done=lambda t: advance(f"{t.task}: {trial_line(t)}"))
     wall = time.monotonic() - t0
     originals = {t.name: t.source for t in loaded}
@@ -101,5 +89,5 @@ async def verify(tasks: list[Path], config: CheckConfig | None = None, *, jobs_d
     verdicts = [v.naming(shown) if (shown := originals.get(v.task)) and v.task_dir != shown else v for v in verdicts]
     for v in verdicts:
         v.substitutions = prepared[v.task][1]
-    return VerifyResult(verdicts, refused, jobs, wall, model_usage(runtime), budget_stop(runtime))
+    return VerifyResult(verdicts, refused, jobs, wall, checking.usage, checking.budget_stop)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -29,17 +29,6 @@ def sub_app(help: str, **kwargs: Any):  # noqa: A002 (typer's own name)
 
     return typer.Typer(help=help, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                        rich_markup_mode=None, **kwargs)
-
-
-#: A verdict's status, and one verifier's mark: pass, FAIL, or inconclusive (no evidence either way).
-STATUS = {"ok": "[green]ok[/]", "fail": "[bold red]FAIL[/]", "inconclusive": "[yellow]inconclusive[/]",
-          "weak": "[magenta]weak[/]"}
-def verifier_mark(report, strict: bool = False) -> str:
-    """A verifier's cell: pass, or how it failed (a mutation report's survivors are weak unless judged strictly)."""
-    if report.passed:
-        return "[green]pass[/]"
-    weak = getattr(report, "weak", False) and not strict
-    return STATUS["inconclusive" if report.inconclusive else "weak" if weak else "fail"]
 
 
 def fmt(x: float | None, spec: str = ".2f") -> str:
@@ -110,12 +99,14 @@ def deprecated_flag(old: str, new: str, removed_in: str) -> None:
               markup=False, soft_wrap=True)
 
 
-def renamed[T](old_value: T | None, new_value: T, old: str, new: str, removed_in: str = REMOVED_IN) -> T:
+def renamed[T](old_value: T | None, new_value: T, old: str, new: str, removed_in: str = REMOVED_IN,
+               unset: T | None = None) -> T:
     """The value of a renamed option: the new spelling's, or the old one's with a deprecation line. Both at once
-    is a user error, since which one wins would be a guess."""
+    is a user error, since which one wins would be a guess. `unset`: the new spelling's value when not given (its
+    default, for an option that has one)."""
     if old_value is None:
         return new_value
-    if new_value is not None:
+    if new_value != unset:
         raise UserError(f"{old} is the old spelling of {new}: give only {new}")
     deprecated_flag(old, new, removed_in)
     return old_value
@@ -131,8 +122,11 @@ def pass_env(names: list[str], config: Path | None) -> None:
     pass_host_env([*names, *pass_env_in_config(config)])
 
 
-#: The title of the usage table of a command whose verifiers called a model (`verify`, `audit`, `seeds select`).
-USAGE_TITLE = "LLM usage (the red team's hacker and the model's near misses)"
+def run_library[R](call: Callable[..., Coroutine[object, object, R]], /, *args: object, **kwargs: object) -> R:
+    """The command's one `asyncio.run`: an `envevo.api` entry point, its notes and progress on stderr."""
+    import asyncio
+
+    return asyncio.run(call(*args, notify=note, progress=progress, **kwargs))
 
 
 def note(line: str) -> None:

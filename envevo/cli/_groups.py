@@ -1,8 +1,8 @@
 """Option groups: a block of options declared once, as a dataclass of `Annotated` fields, and reused by every command
 that takes it. A command names the group as one parameter (`sandbox: SandboxOptions`); `@grouped` spreads the
 group's fields into the command's signature, where typer sees ordinary options, and packs them back into the
-dataclass before the command runs. Each group builds its library config model (`envevo.api`), and its defaults are
-that model's field defaults, so the CLI and the library cannot drift apart.
+dataclass before the command runs. Each group builds its library config model (`envevo.api`) from fields named as the
+model's, and its defaults are that model's field defaults, so the CLI and the library cannot drift apart.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from envevo.api import CheckConfig, ModelConfig, SandboxConfig, ScaleConfig, VerificationConfig
 from envevo.cli import _options as o
+from envevo.cli._common import renamed
 from envevo.errors import UserError
 
 _S, _V, _M, _X = SandboxConfig(), VerificationConfig(), ModelConfig(), ScaleConfig()
@@ -35,23 +36,46 @@ def built[M: BaseModel](kind: type[M], /, **values: Any) -> M:
         raise UserError(str(first["msg"]).removeprefix("Value error, ")) from None
 
 
+class _Group:
+    """An option group whose fields are named as its config model's (a repeatable option's list given as a tuple);
+    a field named `old_*` is an old spelling, which the group reads before building its model."""
+
+    def _values(self, group: type, *skip: str) -> dict[str, object]:
+        """The values of `group`'s own fields (a command may take several groups as one, `CheckOptions`)."""
+        return {f.name: tuple(v) if isinstance(v, list) else v for f in dataclasses.fields(group)
+                if not f.name.startswith("old_") and f.name not in skip for v in [getattr(self, f.name)]}
+
+
 @dataclass
-class SandboxOptions:
-    """Where trials run and what of the host they see: --env, --concurrency, --image-map, --pass-env, --config."""
+class SandboxOptions(_Group):
+    """Where trials run and what of the host they see: --env, --trial-concurrency, --image-map, --pass-env,
+    --config."""
 
     env: o.Env = _S.env
-    concurrency: o.Concurrency = _S.concurrency
+    trial_concurrency: o.TrialConcurrency = _S.trial_concurrency
     image_map: o.ImageMapOpt = field(default_factory=list)
-    pass_env_names: o.PassEnv = field(default_factory=list)
-    config: o.ConfigFile = None
+    pass_env: o.PassEnv = field(default_factory=list)
+    project: o.ConfigFile = None
 
-    def model(self) -> SandboxConfig:
-        return built(SandboxConfig, env=self.env, concurrency=self.concurrency, image_map=tuple(self.image_map),
-                     pass_env=tuple(self.pass_env_names), project=self.config)
+    def sandbox_config(self) -> SandboxConfig:
+        return built(SandboxConfig, **self._values(SandboxOptions))
 
 
 @dataclass
-class VerificationOptions:
+class TrialOptions(SandboxOptions):
+    """The sandbox options of a command whose --concurrency meant trials (`verify`, `audit`, `seeds select`,
+    `rollout`): that old spelling is read, with one deprecation line (`evolve`'s meant lineages)."""
+
+    old_concurrency: o.OldTrialConcurrency = None
+
+    def sandbox_config(self) -> SandboxConfig:
+        trials = renamed(self.old_concurrency, self.trial_concurrency, "--concurrency", "--trial-concurrency",
+                         unset=_S.trial_concurrency)
+        return built(SandboxConfig, **self._values(SandboxOptions) | {"trial_concurrency": trials})
+
+
+@dataclass
+class VerificationOptions(_Group):
     """What verifies a task: --repeats, --red-team, --mutation, --model-mutants, --learn-rubric."""
 
     repeats: o.Repeats = _V.repeats
@@ -60,13 +84,12 @@ class VerificationOptions:
     model_mutants: o.ModelMutants = _V.model_mutants
     learn_rubric: o.LearnRubric = _V.learn_rubric
 
-    def model(self) -> VerificationConfig:
-        return built(VerificationConfig, repeats=self.repeats, red_team=self.red_team, mutation=self.mutation,
-                     model_mutants=self.model_mutants, learn_rubric=self.learn_rubric)
+    def verification_config(self) -> VerificationConfig:
+        return built(VerificationConfig, **self._values(VerificationOptions))
 
 
 @dataclass
-class ModelOptions:
+class ModelOptions(_Group):
     """The model the verifiers call: --model, --base-url, --api-key-env, --max-tokens (with --config's [llm])."""
 
     model: o.Model = _M.model
@@ -74,9 +97,8 @@ class ModelOptions:
     api_key_env: o.ApiKeyEnv = _M.api_key_env
     max_tokens: o.CommandMaxTokens = _M.max_tokens
 
-    def config(self, project: Path | None) -> ModelConfig:
-        return built(ModelConfig, model=self.model, base_url=self.base_url, api_key_env=self.api_key_env,
-                     max_tokens=self.max_tokens, project=project)
+    def model_config(self, project: Path | None) -> ModelConfig:
+        return built(ModelConfig, **self._values(ModelOptions), project=project)
 
 
 EngineMaxTokens = Annotated[int | None, typer.Option("--max-tokens", rich_help_panel=o.LLM, help="Tokens per lineage, "
@@ -85,50 +107,47 @@ EngineMaxTokens = Annotated[int | None, typer.Option("--max-tokens", rich_help_p
 
 
 @dataclass
-class EngineModelOptions:
-    """An engine's models (`evolve`): --model, --base-url, --api-key-env, --role-model, --price, --record, --replay,
-    the per-lineage caps --max-cost and --max-tokens, and the judge's extra --rubric files."""
+class EngineModelOptions(ModelOptions):
+    """An engine's models (`evolve`): the model options, --role-model, --price, --record, --replay, the per-lineage
+    caps --max-cost and --max-tokens, and the judge's extra --rubric files."""
 
-    model: o.Model = _M.model
-    base_url: o.BaseUrl = _M.base_url
-    api_key_env: o.ApiKeyEnv = _M.api_key_env
-    role_model: o.RoleModel = field(default_factory=list)
+    max_tokens: EngineMaxTokens = _M.max_tokens
+    role_models: o.RoleModel = field(default_factory=list)
     max_cost: Annotated[float | None, typer.Option("--max-cost", rich_help_panel=o.LLM, help="USD per lineage; "
                                                    "reaching it ends the lineage as budget_exhausted (resumable).")
                         ] = _M.max_cost
-    max_tokens: EngineMaxTokens = _M.max_tokens
-    rubric: Annotated[list[Path], typer.Option("--rubric", rich_help_panel=o.LLM,
-                                               help="An extra rubric TOML for the judge; repeatable.")
-                      ] = field(default_factory=list)
-    price: o.PriceOption = field(default_factory=list)
+    rubric: Annotated[list[Path], typer.Option("--rubric", metavar=o.RUBRIC_METAVAR, rich_help_panel=o.LLM,
+                                               help="A rubric TOML the judge reads beside the default one and "
+                                                    "[llm] rubrics; repeatable.")] = field(default_factory=list)
+    prices: o.PriceOption = field(default_factory=list)
     record: o.RecordDir = _M.record
     replay: o.ReplayDir = _M.replay
 
-    def config(self, project: Path | None) -> ModelConfig:
-        return built(ModelConfig, model=self.model, base_url=self.base_url, api_key_env=self.api_key_env,
-                     role_models=tuple(self.role_model), max_cost=self.max_cost, max_tokens=self.max_tokens,
-                     prices=tuple(self.price), record=self.record, replay=self.replay, project=project)
+    def model_config(self, project: Path | None) -> ModelConfig:
+        return built(ModelConfig, **self._values(EngineModelOptions, "rubric"), project=project)
 
 
 @dataclass
-class ScaleOptions:
+class ScaleOptions(_Group):
     """Scale-out: --executor, --ray-address, --max-sandboxes, --start-rate."""
 
-    executor_name: o.ExecutorName = _X.executor
+    executor: o.ExecutorName = _X.executor
     ray_address: o.RayAddress = _X.ray_address
     max_sandboxes: o.MaxSandboxes = _X.max_sandboxes
     start_rate: o.StartRate = _X.start_rate
 
-    def model(self) -> ScaleConfig:
-        return built(ScaleConfig, executor=self.executor_name, ray_address=self.ray_address,
-                     max_sandboxes=self.max_sandboxes, start_rate=self.start_rate)
+    def scale_config(self) -> ScaleConfig:
+        return built(ScaleConfig, **self._values(ScaleOptions))
 
 
-def check_config(sandbox: SandboxOptions, verification: VerificationOptions, model: ModelOptions,
-                 scale: ScaleOptions) -> CheckConfig:
-    """The config of a command that verifies tasks (`verify`, `audit`, `seeds select`), from its option groups."""
-    return CheckConfig(sandbox=sandbox.model(), verification=verification.model(), model=model.config(sandbox.config),
-                       scale=scale.model())
+@dataclass
+class CheckOptions(ScaleOptions, ModelOptions, VerificationOptions, TrialOptions):
+    """The options of a command that verifies tasks (`verify`, `audit`, `seeds select`): sandbox, verification, the
+    model the verifiers call, scale-out."""
+
+    def check_config(self) -> CheckConfig:
+        return CheckConfig(sandbox=self.sandbox_config(), verification=self.verification_config(),
+                           model=self.model_config(self.project), scale=self.scale_config())
 
 
 def grouped[F: Callable[..., Any]](fn: F) -> F:

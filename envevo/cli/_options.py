@@ -2,11 +2,14 @@
 
 Defaults come from the library's config models where one exists, so a default is typed once; the defaults that
 every command running trials shares (`TRIAL_DEFAULTS`, `EXECUTOR`) are named here. Meanings are the same on every
-command: `--concurrency` is sandbox trials at once, `--lineages` lineages at once, `--model` the model that is
-called, in the one grammar of docs/llm.md (PROVIDER:NAME), `--run` a run store (RUN: the lineage store of
-`envevo evolve`), `--by-agent`/`--by-model` which recorded rollouts count, `--config` the project's envevo.toml,
-`--out` a file or folder the command writes. Help is rendered without Rich markup (see `_common.sub_app`), so
-brackets such as `[llm]` print as written.
+command: `--trial-concurrency` is sandbox trials at once, `--lineage-concurrency` lineages at once (`evolve`),
+`--repeats` how many times each thing is run (oracle runs per task; a simulation's runs per scheduler), `--rubric` a
+rubric TOML file, `--generations` the generations `evolve` makes per lineage, `--model` the model that is called,
+in the one grammar of docs/llm.md (PROVIDER:NAME), `--run` a run store (RUN: the lineage store of `envevo evolve`),
+`--by-agent`/`--by-model` which recorded rollouts count, `--config` the project's envevo.toml, `--out` a file or
+folder the command writes. Old spellings (`--concurrency`, `--lineages`, `--rubric-file`, `schedule simulate
+--seeds`/`--generations`) still work, hidden, with one deprecation line (docs/cli.md, "Renamed options"). Help is rendered
+without Rich markup (see `_common.sub_app`), so brackets such as `[llm]` print as written.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ def old_spelling(flag: str, new: str) -> typer.models.OptionInfo:
 # ---- runs and lineages ------------------------------------------------------------------------------------
 RUN_HELP = "Run dir: the lineage store that `envevo evolve --run` writes."
 RunArg = Annotated[Path, typer.Argument(help=RUN_HELP)]
+TaskDirs = Annotated[list[Path], typer.Argument(help="Task dirs (Harbor or Terminal-Bench 1), or folders of tasks.")]
 
 
 def run_option(help: str) -> typer.models.OptionInfo:  # noqa: A002 (typer's own name)
@@ -63,14 +67,16 @@ LineageFilter = Annotated[str | None, typer.Option("--lineage", help="Only this 
 Seed = Annotated[int, typer.Option("--seed", help="Random seed: the same seed gives the same result.")]
 Generations = Annotated[int, typer.Option("--generations", min=1, help=EvolveConfig.model_fields["generations"]
                                           .description or "Generations per lineage.")]
-Lineages = Annotated[int, typer.Option("--lineages", min=1, help="Lineages evolving at once.")]
+LineageConcurrency = Annotated[int, typer.Option("--lineage-concurrency", min=1, help="Lineages evolving at once.")]
+# A rubric TOML file (weighted criteria, docs/llm.md#rubrics): each command says what it does with it.
+RUBRIC_METAVAR = "FILE"
 
 # ---- defaults of every command that runs trials (verify, audit, evolve, rollout, seeds select) -----------------
 # One place, so that a task audited, verified, selected as a seed or rolled out meets the same checks and load.
 _TRIALS = EvolveConfig()
 ENV = _TRIALS.env
 REPEATS = _TRIALS.repeats
-CONCURRENCY = _TRIALS.trial_concurrency
+TRIAL_CONCURRENCY = _TRIALS.trial_concurrency
 RED_TEAM = _TRIALS.red_team
 MUTATION = _TRIALS.mutation
 EXECUTOR = "asyncio"  # scale-out is opt-in; --ray-address, --max-sandboxes and --start-rate default to none
@@ -79,8 +85,9 @@ EXECUTOR = "asyncio"  # scale-out is opt-in; --ray-address, --max-sandboxes and 
 Env = Annotated[str, typer.Option("--env", help="podman, docker or bwrap (envevo's local sandboxes), harbor:podman for "
                                   "Harbor's own, a cloud environment (daytona, modal, e2b, …) or pkg.mod:Class.",
                                   rich_help_panel=SANDBOX)]
-Concurrency = Annotated[int, typer.Option("--concurrency", min=1, help="Sandbox trials running at once.",
-                                          rich_help_panel=SANDBOX)]
+TrialConcurrency = Annotated[int, typer.Option("--trial-concurrency", min=1, help="Sandbox trials running at once, "
+                                               "over all tasks (and lineages).", rich_help_panel=SANDBOX)]
+OldTrialConcurrency = Annotated[int | None, old_spelling("--concurrency", "--trial-concurrency")]
 Repeats = Annotated[int, typer.Option("--repeats", min=1, help="Oracle runs per task; all must reach reward 1.0.",
                                       rich_help_panel=SANDBOX)]
 RedTeam = Annotated[str, typer.Option("--red-team", help="Exploit agents (reward forgery, runner hijack, tool "

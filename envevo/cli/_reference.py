@@ -99,11 +99,25 @@ def render_exit_codes() -> list[str]:
     return [*rows, ""]
 
 
+def render_renames(group: Command) -> list[str]:
+    """The old spellings still read (hidden, one deprecation line each), with the option that replaced them."""
+    rows = [f"| `envevo {' '.join(path)}` | `{opt}` | `{p.help.removeprefix('Deprecated: use ').rstrip('.')}` |"
+            for path, cmd in commands(group) for p in cmd.params
+            if getattr(p, "hidden", False) and (p.help or "").startswith("Deprecated: use ") for opt in p.opts]
+    return ["## Renamed options", "",
+            "Old spellings still work until envevo 0.3, hidden from `--help`, each with one deprecation line on "
+            "stderr. One meaning per name on every command: `--trial-concurrency` is sandbox trials at once, "
+            "`--lineage-concurrency` lineages at once (`evolve`; its old `--concurrency` meant that, not trials), "
+            "`--repeats` runs of each (oracle runs per task; a simulation's runs per scheduler), `--rubric FILE` a "
+            "rubric TOML, `--generations` what `evolve` makes per lineage.", "",
+            "| command | old | new |", "|---|---|---|", *rows, ""]
+
+
 def render_doc(app: typer.Typer) -> str:
     group = typer.main.get_command(app)
     out = ["# Command reference", "",
            "Generated from the commands' own help by `python -m envevo.cli._reference` (`make lint` fails when it is "
-           "stale). `envevo COMMAND --help` prints the same.", "", *render_exit_codes()]
+           "stale). `envevo COMMAND --help` prints the same.", "", *render_exit_codes(), *render_renames(group)]
     for path, cmd in commands(group):
         out += [f"## envevo {' '.join(path)}", "", "```", synopsis(path, cmd), "```", ""]
         out += [p + "\n" for p in _paragraphs(cmd)]

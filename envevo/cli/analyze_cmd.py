@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -15,6 +15,9 @@ from envevo.cli import _options as o
 from envevo.cli._common import INTERRUPTED_NO_SANDBOX, err, fmt, out, print_json, require_runs, sub_app, user_errors
 from envevo.errors import UserError
 
+if TYPE_CHECKING:
+    from envevo.analysis import Study
+
 analyze_app = sub_app("The paper's analyses over runs' rollouts: generations, directions, validity; and the drift of "
                       "versions stored without it.")
 
@@ -22,7 +25,7 @@ Runs = Annotated[list[Path], typer.Argument(help="Run dirs whose versions have r
                                             "--agent …`).")]
 
 
-def load_study(runs: list[Path]):
+def load_study(runs: list[Path]) -> Study:
     """Every analysis of `runs`; a clear error when a run is missing or none has rollouts."""
     from envevo.analysis import analyze
     from envevo.store import LineageStore
@@ -35,16 +38,16 @@ def load_study(runs: list[Path]):
     return study
 
 
-def _study(runs: list[Path], json_out: bool, as_json: Callable[[Any], Any]):
-    """The study of `runs`, to print as tables; with --json it is printed as `as_json(study)` and None returned."""
+def _study(runs: list[Path], json_out: bool, as_json: Callable[[Study], object]) -> Study:
+    """The study of `runs`, to print as tables; with --json it is printed as `as_json(study)` and the command ends."""
     study = load_study(runs)
     if json_out:
         print_json(as_json(study))
-        return None
+        raise typer.Exit(0)
     return study
 
 
-def _table(study, title: str, columns: tuple[str, ...], **column_options) -> Table:
+def _table(study: Study, title: str, columns: tuple[str, ...], **column_options) -> Table:
     """A table whose title says SIMULATION when the rollouts were simulated."""
     table = Table(title=title + (" — SIMULATION" if study.simulated else ""))
     for c in columns:
@@ -52,7 +55,7 @@ def _table(study, title: str, columns: tuple[str, ...], **column_options) -> Tab
     return table
 
 
-def _show(study, title: str, columns: tuple[str, ...], rows: Iterable[Sequence[str]], **column_options) -> None:
+def _show(study: Study, title: str, columns: tuple[str, ...], rows: Iterable[Sequence[str]], **column_options) -> None:
     """One table of `rows` under `columns`, printed (with the SIMULATION note when it applies)."""
     table = _table(study, title, columns, **column_options)
     for row in rows:
@@ -60,7 +63,7 @@ def _show(study, title: str, columns: tuple[str, ...], rows: Iterable[Sequence[s
     _print(study, table)
 
 
-def _print(study, *tables: Table) -> None:
+def _print(study: Study, *tables: Table) -> None:
     for table in tables:
         out.print(table)
     if study.simulated:
@@ -73,8 +76,6 @@ def generations(runs: Runs, json_out: o.Json = False) -> None:
     """Difficulty across generations (Figure 3): pass rate and mean turns per generation, per agent and effort."""
     study = _study(runs, json_out, lambda s: {"points": [p.model_dump() for p in s.points],
                                               "trends": [t.model_dump() for t in s.trends]})
-    if study is None:
-        return
     # simulated profiles: the exact expectation beside the sample, so noise and the engine's effect are told apart
     table = _table(study, "pass rate and turns per generation",
                    ("agent", "effort", "gen", "tasks", "rollouts", "pass rate", "exact (sim)", "turns", "exact turns"))
@@ -99,8 +100,6 @@ def generations(runs: Runs, json_out: o.Json = False) -> None:
 def directions(runs: Runs, json_out: o.Json = False) -> None:
     """Direction effects (Table 1): Δpass rate, Δturns and mutation rates per direction, single step and all steps."""
     study = _study(runs, json_out, lambda s: [d.model_dump() for d in s.directions])
-    if study is None:
-        return
     if not study.directions:
         raise UserError("no evaluated step: a version and its parent must both have rollouts of the same agent")
     _show(study, "direction effects", ("scope", "direction", "agent", "steps", "Δpass", "Δpass exact (sim)", "Δturns",
@@ -122,8 +121,6 @@ def _direction_row(d) -> list[str]:
 def validity(runs: Runs, json_out: o.Json = False) -> None:
     """Validity: Spearman ρ between D_T and measured failure rate over every evaluated version, with n."""
     study = _study(runs, json_out, lambda s: [v.model_dump() for v in s.validity])
-    if study is None:
-        return
     _show(study, "Spearman ρ(D_T, failure rate)",
           ("agent", "n versions", "rollouts", "ρ", "p (permutation)", "ρ for L alone", "ρ exact (sim)", "p_T estimator"),
           ([escape(v.agent), str(v.n), str(v.rollouts), fmt(v.rho, ".3f"), fmt(v.p_value, ".4f"), fmt(v.rho_L, ".3f"),
@@ -135,8 +132,6 @@ def validity(runs: Runs, json_out: o.Json = False) -> None:
 def claims(runs: Runs, json_out: o.Json = False) -> None:
     """Whether the paper's qualitative claims hold on these runs, with the evidence either way."""
     study = _study(runs, json_out, lambda s: [c.model_dump() for c in s.claims])
-    if study is None:
-        return
     verdicts = {True: "[green]yes[/]", False: "[red]no[/]", None: "untested"}
     _show(study, "the paper's claims, here", ("claim", "holds", "evidence"),
           ([escape(c.claim), verdicts[c.holds], escape(c.evidence)] for c in study.claims), overflow="fold")

@@ -9,7 +9,6 @@ so a crash loses only the tasks in flight.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Annotated
@@ -20,27 +19,9 @@ from rich.table import Table
 
 from envevo.api import AuditResult, CheckConfig, harden_preview, refusal
 from envevo.cli import _options as o
-from envevo.cli._common import (
-    STATUS,
-    USAGE_TITLE,
-    check_output,
-    err,
-    note,
-    out,
-    print_json,
-    progress,
-    usage_table,
-    user_errors,
-)
-from envevo.cli._groups import (
-    ModelOptions,
-    SandboxOptions,
-    ScaleOptions,
-    VerificationOptions,
-    check_config,
-    grouped,
-)
-from envevo.cli.verify_cmd import REFUSED, print_refused
+from envevo.cli._common import check_output, err, out, print_json, run_library, user_errors
+from envevo.cli._groups import CheckOptions, grouped
+from envevo.cli._verdicts import REFUSED, STATUS, print_refused, print_verifier_usage, say_budget_stop
 from envevo.errors import UserError
 from envevo.verify import AUDIT_RESULTS as RESULTS
 from envevo.verify import MUTATION, audit_sarif, fail_on_hits, label_of, record_reasons
@@ -74,11 +55,8 @@ def audit(
     out_dir: Annotated[Path, o.out_option("Where results (audit.jsonl) and trial logs go.")] = Path("audit"),
     resume: Annotated[bool, typer.Option("--resume", help="Skip tasks whose content hash already has a result in "
                                          "--out.")] = False,
-    sandbox: SandboxOptions,
-    verification: VerificationOptions,
-    model: ModelOptions,
+    check: CheckOptions,
     json_out: o.Json = False,
-    scale: ScaleOptions,
     fail_on: Annotated[list[str], typer.Option(
         "--fail-on", metavar="CLASS", help="Exit 1 only if one of these broke some task (repeat, or comma-separate): "
         "an exploit (reward_forgery, answer_flooding, …), oracle, invalid_test, red_team (any exploit), mutation "
@@ -111,17 +89,15 @@ def audit(
     a near miss); 2 bad input, or every task refused."""
     from envevo import api
 
-    config = check_config(sandbox, verification, model, scale)
+    config = check.check_config()
     wanted = check_fail_on(fail_on)
     check_output(out_dir.resolve(), "--out", folder=True)
-    result = asyncio.run(api.audit(tasks, config, out_dir=out_dir, resume=resume, harden_dir=harden_dir, notify=note,
-                                   progress=progress))
+    result = run_library(api.audit, tasks, config, out_dir=out_dir, resume=resume, harden_dir=harden_dir)
     if not result.ran:
         print_refused(result.refused, json_out)
         raise typer.Exit(result.exit_code)
     print_audit(result, config, json_out)
-    if result.budget_stop is not None:  # the cap stopped the model: said once, on stderr
-        err.print(result.budget_stop, markup=False, highlight=False, soft_wrap=True)
+    say_budget_stop(result.budget_stop)
     if sarif is not None:
         write_sarif(sarif, audit_sarif(result.records))
         err.print(f"SARIF: {sarif}")
@@ -157,8 +133,7 @@ def print_audit(result: AuditResult, config: CheckConfig, json_out: bool) -> Non
               f"hackable {summary['hackable']}/{summary['tasks']} ({100 * summary['hackable_fraction']:.0f}%); "
               f"surviving mutants in {summary['mutant_survived']}/{summary['mutation_scored']} scored task(s)"
               + (f" (mutation score {summary['mutation_score']})" if summary["mutation_score"] else ""))
-    if result.usage:
-        err.print(usage_table(USAGE_TITLE, result.usage))
+    print_verifier_usage(result.usage)
     err.print(f"results: {result.results}")
 
 

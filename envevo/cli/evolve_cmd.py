@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -13,9 +13,7 @@ from rich.table import Table
 
 from envevo.cli import _options as o
 from envevo.cli._common import (
-    REMOVED_IN,
     check_output_dir,
-    deprecated_flag,
     err,
     note,
     out,
@@ -24,7 +22,7 @@ from envevo.cli._common import (
     renamed,
     user_errors,
 )
-from envevo.cli._groups import EngineModelOptions, ScaleOptions, VerificationOptions, built, grouped
+from envevo.cli._groups import EngineModelOptions, SandboxOptions, ScaleOptions, VerificationOptions, built, grouped
 from envevo.errors import ExitCode, UserError
 from envevo.evolve import EvolveConfig, Stage
 from envevo.trace import Direction, Effort
@@ -87,35 +85,31 @@ class RunOptions:
     retry_skipped: Annotated[bool, typer.Option("--retry-skipped", help="With --resume: try the seeds the run skipped "
                                                 "(no ξ extracted, or the seed gate failed) again, with the current "
                                                 "settings.")] = False
-    lineages: o.Lineages = D.lineage_concurrency
-    old_concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, hidden=True,
-                                                        help="Deprecated here: use --lineages.")] = None
-    trial_concurrency: Annotated[int, typer.Option("--trial-concurrency", min=1, rich_help_panel=o.SANDBOX,
-                                                   help="Sandbox trials at once, across lineages.")] = o.CONCURRENCY
-    env: o.Env = o.ENV
+    lineage_concurrency: o.LineageConcurrency = D.lineage_concurrency
+    old_lineages: Annotated[int | None, o.old_spelling("--lineages", "--lineage-concurrency")] = None
+    # evolve's --concurrency meant lineages at once (until 0.3), not trials as on the other commands: read so
+    old_concurrency: Annotated[int | None, o.old_spelling("--concurrency", "--lineage-concurrency")] = None
 
-    def settings(self, verification: VerificationOptions, harden: bool, plan_budget: int, env_budget: int,
-                 max_drift: str) -> EvolveConfig:
-        """The run's settings, as the run stores them."""
-        lineages = self.lineages
-        if self.old_concurrency is not None:
-            deprecated_flag("evolve --concurrency for lineages at once", "--lineages (from then on --concurrency "
-                            "means trials, as on the other commands)", REMOVED_IN)
-            lineages = self.old_concurrency if lineages == D.lineage_concurrency else lineages
-        v = verification.model()
+    def settings(self, sandbox: SandboxOptions, verification: VerificationOptions, harden: bool, plan_budget: int,
+                 env_budget: int, max_drift: str) -> EvolveConfig:
+        """The run's settings, as the run stores them (`api.evolve` adds the image map, the sandbox's with the
+        project file's)."""
+        lineages = renamed(self.old_lineages, self.lineage_concurrency, "evolve --lineages", "--lineage-concurrency",
+                           unset=D.lineage_concurrency)
+        lineages = renamed(self.old_concurrency, lineages, "evolve --concurrency (lineages at once)",
+                           "--lineage-concurrency", unset=D.lineage_concurrency)
+        v = verification.verification_config()
         return built(EvolveConfig, engine=self.engine_name, generations=self.generations, effort=self.effort,
                      seed=self.seed, directions=parse_directions(self.directions), plan_budget=plan_budget,
-                     env_budget=env_budget, env=self.env, repeats=v.repeats, red_team=v.red_team, harden=harden,
-                     mutation=v.mutation, model_mutants=v.model_mutants, trial_concurrency=self.trial_concurrency,
+                     env_budget=env_budget, env=sandbox.env, repeats=v.repeats, red_team=v.red_team, harden=harden,
+                     mutation=v.mutation, model_mutants=v.model_mutants, trial_concurrency=sandbox.trial_concurrency,
                      lineage_concurrency=lineages, max_drift=parse_max_drift(max_drift))
 
 
 @dataclass
 class Targeting:
-    """Weakness targeting, and the host variables and settings file (with the old spellings evolve still reads)."""
+    """Weakness targeting (with the old spellings evolve still reads)."""
 
-    config: o.ConfigFile = None
-    pass_env_names: o.PassEnv = field(default_factory=list)
     old_llm_config: Annotated[Path | None, o.old_spelling("--llm-config", "--config")] = None
     target_weakness: o.TargetWeakness = None
     target_agent: o.TargetAgent = None
@@ -131,6 +125,7 @@ def evolve(
                                                  "the lineage store; required.")] = None,
     old_out: Annotated[Path | None, o.old_spelling("--out", "--run")] = None,
     run: RunOptions,
+    sandbox: SandboxOptions,
     verification: VerificationOptions,
     harden: Annotated[bool, typer.Option("--harden/--no-harden", help="A seed that only the red team failed is "
                                          "hardened (tests to a separate verifier, proved; docs/trust.md#harden) and "
@@ -155,16 +150,16 @@ def evolve(
     from envevo.cli.difficulty_cmd import choose_estimator
 
     run_dir = renamed(old_out, run_dir, "evolve --out", "--run")
-    project = renamed(targeting.old_llm_config, targeting.config, "--llm-config", "--config")
+    sandbox.project = renamed(targeting.old_llm_config, sandbox.project, "--llm-config", "--config")
     target_agent = renamed(targeting.old_agent, targeting.target_agent, "evolve --agent (whose weakness)", "--by-agent")
     if run_dir is None:
         raise UserError("evolve writes its lineages to a run: give its dir with --run RUN")
     check_output_dir(run_dir, "--run")
-    settings = run.settings(verification, harden, plan_budget, env_budget, max_drift)
+    settings = run.settings(sandbox, verification, harden, plan_budget, env_budget, max_drift)
     config = api.EvolveRun(
         seeds=tuple(seeds), run_dir=run_dir, settings=settings, resume=run.resume, retry_skipped=run.retry_skipped,
-        explicit=frozenset(given_on_command_line(ctx)), model=model.config(project), scale=scale.model(),
-        sandbox=api.SandboxConfig(env=settings.env, pass_env=tuple(targeting.pass_env_names), project=project),
+        explicit=frozenset(given_on_command_line(ctx)), model=model.model_config(sandbox.project),
+        scale=scale.scale_config(), sandbox=sandbox.sandbox_config(),
         rubrics=tuple(model.rubric), learn_rubric=verification.learn_rubric,
         target_weakness=targeting.target_weakness, target_agent=target_agent)
     # p_T of δ: the run's own, as `envevo difficulty RUN --weakness` takes it (its notes go to stderr)

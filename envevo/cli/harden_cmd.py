@@ -13,7 +13,7 @@ from rich.table import Table
 
 from envevo.cli import _options as o
 from envevo.cli._common import err, note, out, print_json, progress, user_errors
-from envevo.cli._groups import built
+from envevo.cli._groups import TrialOptions, built, grouped
 from envevo.verify import MUTATION, RED_TEAM, label_of
 
 _STATUS = {"hardened": "[green]hardened[/]", "unchanged": "[green]unchanged[/]",
@@ -29,19 +29,18 @@ def _side(side) -> list[str]:
 
 @user_errors(interrupted="interrupted: sandboxes were torn down and no half-written copy was left in --out; re-run "
                          "the command (with --overwrite) to continue")
+@grouped
 def harden(
-    tasks: Annotated[list[Path], typer.Argument(help="Task dirs (Harbor or Terminal-Bench 1), or folders of tasks.")],
+    tasks: o.TaskDirs,
+    *,
     out_dir: Annotated[Path, o.out_option("Folder to write the hardened tasks into, one dir per task; refused if it "
                                           "exists, unless --overwrite and a previous harden wrote it.")],
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a previous harden output in --out (only the "
                                             "task dirs it wrote).")] = False,
     diff: Annotated[bool, typer.Option("--diff", help="Show each task's changes as a unified diff.")] = False,
-    env: o.Env = o.ENV,
+    sandbox: TrialOptions,
     repeats: o.Repeats = o.REPEATS,
-    concurrency: o.Concurrency = o.CONCURRENCY,
     mutation: o.Mutation = o.MUTATION,
-    image_map: o.ImageMapOpt = [],  # noqa: B006 (typer copies list defaults)
-    config_file: o.ConfigFile = None,
     jobs_dir: Annotated[Path | None, typer.Option("--jobs-dir", help="Where trial logs go (default: "
                                                   "./jobs/harden-<time>).")] = None,
     json_out: o.Json = False,
@@ -57,15 +56,14 @@ def harden(
     and the smallest rewrite. Exit 0: all hardened or unchanged; 1: some not hardened; 3: some inconclusive."""
     from envevo import api
 
-    config = api.CheckConfig(sandbox=built(api.SandboxConfig, env=env, concurrency=concurrency,
-                                           image_map=tuple(image_map), project=config_file),
+    config = api.CheckConfig(sandbox=sandbox.sandbox_config(),
                              verification=built(api.VerificationConfig, repeats=repeats, mutation=mutation))
     run = asyncio.run(api.harden(tasks, config, out_dir=out_dir, overwrite=overwrite, jobs_dir=jobs_dir, notify=note,
                                  progress=progress))
     if json_out:
         print_json([r.model_dump(mode="json", exclude=None if diff else {"diff"}) for r in run.results])
     else:
-        _print_table(run.results, env)
+        _print_table(run.results, config.sandbox.env)
         if diff:
             for r in run.results:
                 if r.diff:

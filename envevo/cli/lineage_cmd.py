@@ -4,7 +4,7 @@ an older store to this envevo's schema."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
@@ -24,6 +24,9 @@ from envevo.cli._common import (
 )
 from envevo.verify import MUTATION
 
+if TYPE_CHECKING:
+    from envevo.store import LineageStore
+
 lineage_app = sub_app("Inspect the lineages of an evolve run: generations, ξ length, D_T, mutations, mutation-rate stats.")
 
 
@@ -31,7 +34,7 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
-def lineage_json(store: Any, lineage_id: str) -> dict[str, Any]:
+def lineage_json(store: LineageStore, lineage_id: str) -> dict[str, Any]:
     """The `lineage show --json` object of one lineage."""
     from envevo.analysis import mutant_scores
     from envevo.store import version_fields
@@ -109,46 +112,50 @@ def show(
     if not data["lineages"]:
         err.print(f"run {data['run']} has no lineages yet")
     for lin in data["lineages"]:
-        status = lin["status"] + (f": {lin['reason']}" if lin["reason"] else "")
-        efforts = {g["effort"] for g in lin["generations"] if g["effort"]}
-        effort = f", effort {efforts.pop()}" if len(efforts) == 1 else ""
-        table = Table(
-            title=escape(f"lineage {lin['id']} (seed {lin['seed']}{effort}) [{status}]"),
-            title_justify="left",
-            # no outer edge, one space between columns: 11 columns fit 80 characters
-            box=box.SIMPLE_HEAD, show_edge=False, padding=0,
-            caption=f"{MUTATION_LEGEND}\n{DRIFT_LEGEND}" + (f"\n{KILLED_LEGEND}" if any(
-                g[MUTATION] for g in lin["generations"]) else "") + (f" ({measures.pop()})" if len(measures := {
-                g["drift_measure"] for g in lin["generations"] if g["drift_measure"]}) == 1 else ""),
-            caption_justify="left",
-        )
-        for col in ("gen", "direction", "L", "D_T", "novelty", "rarity", "drift\nseed", "drift\nparent", "goal\ndrift",
-                    "mutated", "verified"):
-            table.add_column(col, justify="left" if col in ("direction", "mutated", "verified") else "right")
-        for g in lin["generations"]:
-            direction = g["direction"] or "seed"
-            if not effort and g["effort"]:
-                direction += f"/{g['effort']}"
-            table.add_row(
-                f"{g['generation']:02d}",
-                direction,
-                "-" if g["L"] is None else str(g["L"]),
-                fmt(g["D_T"]),
-                fmt(g["scenario_novelty"]),
-                fmt(g["skill_rarity"]),
-                fmt(g["drift_seed"]),
-                fmt(g["drift_parent"]),
-                fmt(None if g["goal_sim_seed"] is None else 1 - g["goal_sim_seed"]),
-                mutation_flags(g["mutated"]),
-                ("[green]yes[/]" if g["verified"] else "[yellow]no[/]") + _killed(g[MUTATION]),
-            )
-        out.print(table)
+        out.print(_lineage_table(lin))
         if lin["usage"]:
             out.print(usage_table("LLM usage per role", lin["usage"]))
     if data["usage_outside_lineages"]:
         out.print(usage_table("LLM usage outside any lineage (seeds extracted and judged before their lineage)",
                               data["usage_outside_lineages"]))
 
+
+def _lineage_table(lin: dict[str, Any]) -> Table:
+    """One lineage's generations as a table: direction, L, D_T and its terms, drift, mutated components, verified."""
+    status = lin["status"] + (f": {lin['reason']}" if lin["reason"] else "")
+    efforts = {g["effort"] for g in lin["generations"] if g["effort"]}
+    effort = f", effort {efforts.pop()}" if len(efforts) == 1 else ""
+    table = Table(
+        title=escape(f"lineage {lin['id']} (seed {lin['seed']}{effort}) [{status}]"),
+        title_justify="left",
+        # no outer edge, one space between columns: 11 columns fit 80 characters
+        box=box.SIMPLE_HEAD, show_edge=False, padding=0,
+        caption=f"{MUTATION_LEGEND}\n{DRIFT_LEGEND}" + (f"\n{KILLED_LEGEND}" if any(
+            g[MUTATION] for g in lin["generations"]) else "") + (f" ({measures.pop()})" if len(measures := {
+            g["drift_measure"] for g in lin["generations"] if g["drift_measure"]}) == 1 else ""),
+        caption_justify="left",
+    )
+    for col in ("gen", "direction", "L", "D_T", "novelty", "rarity", "drift\nseed", "drift\nparent", "goal\ndrift",
+                "mutated", "verified"):
+        table.add_column(col, justify="left" if col in ("direction", "mutated", "verified") else "right")
+    for g in lin["generations"]:
+        direction = g["direction"] or "seed"
+        if not effort and g["effort"]:
+            direction += f"/{g['effort']}"
+        table.add_row(
+            f"{g['generation']:02d}",
+            direction,
+            "-" if g["L"] is None else str(g["L"]),
+            fmt(g["D_T"]),
+            fmt(g["scenario_novelty"]),
+            fmt(g["skill_rarity"]),
+            fmt(g["drift_seed"]),
+            fmt(g["drift_parent"]),
+            fmt(None if g["goal_sim_seed"] is None else 1 - g["goal_sim_seed"]),
+            mutation_flags(g["mutated"]),
+            ("[green]yes[/]" if g["verified"] else "[yellow]no[/]") + _killed(g[MUTATION]),
+        )
+    return table
 
 
 def _killed(metrics: dict[str, Any] | None) -> str:

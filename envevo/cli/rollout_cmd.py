@@ -13,7 +13,7 @@ from rich.table import Table
 from envevo.api import DEFAULT_OUTPUT_CAP, RolloutConfig
 from envevo.cli import _options as o
 from envevo.cli._common import err, fmt, note, out, print_json, progress, renamed, user_errors
-from envevo.cli._groups import SandboxOptions, ScaleOptions, built, grouped
+from envevo.cli._groups import ScaleOptions, TrialOptions, built, grouped
 
 __all__ = ["DEFAULT_OUTPUT_CAP", "rollout"]
 
@@ -38,7 +38,7 @@ def rollout(
                                                    "llm_call_kwargs, goose, mini-swe-agent, mcode); an --agent-kwarg "
                                                    "that sets it wins.")] = DEFAULT_OUTPUT_CAP,
     k: Annotated[int, typer.Option("-k", min=1, help="Rollouts per task.")] = RolloutConfig.model_fields["k"].default,
-    sandbox: SandboxOptions,
+    sandbox: TrialOptions,
     run_dir: Annotated[Path | None, o.run_option("For task dirs: record their rollouts in this run (created if "
                                                  "missing), so they resume and `seeds select --run` can read them.")
                        ] = None,
@@ -57,8 +57,8 @@ def rollout(
 
     config = built(RolloutConfig, agent=agent, model=model, base_url=base_url, api_key_env=api_key_env,
                    agent_kwargs=parse_agent_kwargs(agent_kwarg), max_output_tokens=max_output_tokens, k=k,
-                   run_dir=renamed(old_store, run_dir, "rollout --store", "--run"), sandbox=sandbox.model(),
-                   scale=scale.model())
+                   run_dir=renamed(old_store, run_dir, "rollout --store", "--run"), sandbox=sandbox.sandbox_config(),
+                   scale=scale.scale_config())
     result = asyncio.run(api.rollout(targets, config, notify=note, progress=progress))
     print_rollouts(result, config, json_out)
 

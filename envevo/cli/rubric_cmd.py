@@ -14,6 +14,8 @@ from envevo.cli import _options as o
 from envevo.cli._common import INTERRUPTED_NO_SANDBOX, err, out, print_json, renamed, sub_app, user_errors
 from envevo.errors import UserError
 
+PROJECT_RUBRIC = Path("envevo-rubric.toml")  # the judge of every run reads it when it exists (docs/llm.md)
+
 rubric_app = sub_app("Grow the LLM judge's rubric from human review.")
 
 
@@ -21,8 +23,10 @@ rubric_app = sub_app("Grow the LLM judge's rubric from human review.")
 @user_errors(interrupted=INTERRUPTED_NO_SANDBOX)
 def learn(
     run: Annotated[Path, typer.Argument(help="Run dir with human reviews (`envevo review`).")],
-    rubric_file: Annotated[Path, typer.Option("--rubric-file", help="The project's rubric file: confirmed criteria are "
-                                              "appended to it.")] = Path("envevo-rubric.toml"),
+    rubric: Annotated[Path, typer.Option("--rubric", metavar=o.RUBRIC_METAVAR, help="The project's rubric TOML, "
+                                         "which every later run's judge reads: confirmed criteria are appended to "
+                                         "it.")] = PROJECT_RUBRIC,
+    old_rubric_file: Annotated[Path | None, o.old_spelling("--rubric-file", "--rubric")] = None,
     yes: Annotated[bool, typer.Option("--yes", help="Append every proposed criterion without asking.")] = False,
     model: o.Model = None,
     base_url: o.BaseUrl = None,
@@ -37,17 +41,18 @@ def learn(
     from envevo.evolve.engines.llm import task_rubric
     from envevo.llm import LLMRuntime, append_criteria, learn_criteria, reviews, settings_with_options
 
+    rubric_file = renamed(old_rubric_file, rubric, "rubric learn --rubric-file", "--rubric", unset=PROJECT_RUBRIC)
     recorded = reviews(run)
     if not any(r.verdict == "reject" for r in recorded):
         raise UserError(f"{run} has no rejected versions to learn from; record some with `envevo review RUN VERSION --reject ...`")
     config = renamed(old_llm_config, config, "--llm-config", "--config")
     settings = settings_with_options(config, model, base_url, api_key_env)
     runtime = LLMRuntime(settings)
-    rubric = task_rubric(settings, [rubric_file] if rubric_file.is_file() else [])
+    current = task_rubric(settings, [rubric_file] if rubric_file.is_file() else [])
 
     async def main():
         await runtime.preflight(("judge",))
-        return await learn_criteria(runtime, recorded, rubric)
+        return await learn_criteria(runtime, recorded, current)
 
     proposed = asyncio.run(main())
     if json_out:

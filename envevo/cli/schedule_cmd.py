@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, TypedDict
+from typing import TYPE_CHECKING, Annotated, TypedDict
 
 import typer
 from rich.markup import escape
@@ -24,11 +24,15 @@ from envevo.cli._common import (
 )
 from envevo.schedule import LearnerConfig, SimConfig
 
+if TYPE_CHECKING:
+    from envevo.schedule import SimulationResult
+
 schedule_app = sub_app("Curriculum schedulers for RL on evolved lineages (EL and baselines), and a GRPO curriculum simulator.")
 
 RUN_HELP = ("Train on this run's lineages (`envevo evolve --run RUN`); without it, a synthetic pool "
-            "(--synthetic-lineages, --generations, --pool-seed).")
+            "(--synthetic-lineages, --synthetic-generations, --pool-seed).")
 SIM = SimConfig()  # the simulator's defaults, for the options that set them
+SYNTHETIC_GENERATIONS = 15
 
 
 def _pool(run: Path | None, n_lineages: int, generations: int, pool_seed: int):
@@ -53,7 +57,7 @@ def _pool(run: Path | None, n_lineages: int, generations: int, pool_seed: int):
                                     "lineages over the procedural catalog"}
 
 
-def _table(result: Any) -> Table:
+def _table(result: SimulationResult) -> Table:
     from envevo.schedule import SHORT_TITLES, TABLE_METRICS, fmt_pm, metric_title
 
     c = result.config
@@ -70,7 +74,7 @@ def _table(result: Any) -> Table:
     return t
 
 
-def _paired_table(result: Any) -> Table:
+def _paired_table(result: SimulationResult) -> Table:
     from envevo.schedule import PAIRED_METRICS, SHORT_TITLES, fmt_pm, metric_title
 
     t = Table(title=f"SIMULATION — difference from {result.reference}, paired by seed: mean±95% CI half-width",
@@ -102,7 +106,9 @@ def simulate(
     schedulers: Annotated[str, typer.Option("--schedulers", help="Comma-separated scheduler specs; extensions with "
                                             "'+', e.g. el+patience,el+frontier,el+beta.")] = "el,random,plr,sfl,dapo,pools,coevo",
     steps: Annotated[int, typer.Option("--steps", min=1, help="GRPO steps per run.")] = SIM.steps,
-    seeds: Annotated[int, typer.Option("--seeds", min=1, help="Repeated runs per scheduler (for the CIs).")] = SIM.seeds,
+    repeats: Annotated[int, typer.Option("--repeats", min=1, help="Runs per scheduler, each with its own seed (for "
+                                         "the CIs).")] = SIM.seeds,
+    old_seeds: Annotated[int | None, o.old_spelling("--seeds", "--repeats")] = None,
     seed: Annotated[int, typer.Option("--seed", help="First seed; runs use seed, seed+1, …")] = SIM.seed,
     batch_envs: Annotated[int, typer.Option("--batch-envs", min=1, help="Groups (environments) per step.")] = SIM.batch_envs,
     group_size: Annotated[int, typer.Option("--group-size", min=1, help="Rollouts per group (B).")] = SIM.group_size,
@@ -113,7 +119,9 @@ def simulate(
     lr: Annotated[float, typer.Option("--lr", min=0.0, help="Learner's competence learning rate (familiarity: "
                                       "half).")] = SIM.learner.lr_skill,
     n_lineages: Annotated[int, typer.Option("--synthetic-lineages", min=1, help="Lineages of a synthetic pool.")] = 16,
-    generations: Annotated[int, typer.Option("--generations", min=0, help="Generations of a synthetic pool.")] = 15,
+    generations: Annotated[int, typer.Option("--synthetic-generations", min=0, help="Generations per lineage of a "
+                                             "synthetic pool.")] = SYNTHETIC_GENERATIONS,
+    old_generations: Annotated[int | None, o.old_spelling("--generations", "--synthetic-generations")] = None,
     pool_seed: Annotated[int, typer.Option("--pool-seed", help="Seed of the synthetic pool (and synthetic held-out "
                                            "set).")] = 0,
     out_dir: Annotated[Path | None, o.out_option("Write PNG plots, simulation.html and simulation.json here.")] = None,
@@ -127,6 +135,9 @@ def simulate(
 
     old = "schedule simulate --lineages (the pool)" if old_lineages is not None else "schedule simulate --pool"
     run = renamed(_old_pool_run(old_lineages or old_pool, old), run, old, "--run")
+    seeds = renamed(old_seeds, repeats, "schedule simulate --seeds (runs per scheduler)", "--repeats", unset=SIM.seeds)
+    generations = renamed(old_generations, generations, "schedule simulate --generations", "--synthetic-generations",
+                          unset=SYNTHETIC_GENERATIONS)
     specs = [s.strip() for s in schedulers.split(",") if s.strip()]
     config = SimConfig(steps=steps, seeds=seeds, seed=seed, batch_envs=batch_envs, group_size=group_size, tau=tau,
                        lag=lag, early_steps=min(SIM.early_steps, steps), learner=LearnerConfig(lr_skill=lr, lr_scenario=lr / 2))
@@ -150,7 +161,7 @@ def simulate(
     _print_simulation(result, files)
 
 
-def _print_simulation(result, files: dict[str, str]) -> None:
+def _print_simulation(result: SimulationResult, files: dict[str, str]) -> None:
     """The summary and paired tables, each scheduler's notes, the pool, and where the report was written."""
     out.print(_table(result))
     if result.paired:

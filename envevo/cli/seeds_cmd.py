@@ -13,27 +13,9 @@ from rich.table import Table
 
 from envevo.api import SeedSelection
 from envevo.cli import _options as o
-from envevo.cli._common import (
-    INTERRUPTED_NO_SANDBOX,
-    USAGE_TITLE,
-    err,
-    fmt,
-    note,
-    out,
-    print_json,
-    renamed,
-    sub_app,
-    usage_table,
-    user_errors,
-)
-from envevo.cli._groups import (
-    ModelOptions,
-    SandboxOptions,
-    ScaleOptions,
-    VerificationOptions,
-    check_config,
-    grouped,
-)
+from envevo.cli._common import INTERRUPTED_NO_SANDBOX, err, fmt, note, out, print_json, renamed, sub_app, user_errors
+from envevo.cli._groups import CheckOptions, grouped
+from envevo.cli._verdicts import print_verifier_usage, say_budget_stop
 from envevo.errors import UserError
 from envevo.rollout import parse_fraction, rollout_reasons  # noqa: F401 (tests and scripts import them from here)
 
@@ -44,7 +26,7 @@ seeds_app = sub_app("Select seed tasks: hard for an agent, sound by the verifier
 @user_errors
 @grouped
 def select(
-    tasks: Annotated[list[Path], typer.Argument(help="Candidate seed task dirs (or folders of them).")],
+    tasks: o.TaskDirs,
     *,
     run_dir: Annotated[Path | None, o.run_option("The run holding their rollouts (`envevo rollout TASKS --run RUN`); "
                                                  "required.")] = None,
@@ -55,14 +37,11 @@ def select(
                                              "turns.")] = 30,
     by_agent: o.ByAgent = None,
     old_agent: Annotated[str | None, o.old_spelling("--agent", "--by-agent")] = None,
-    sandbox: SandboxOptions,
+    check: CheckOptions,
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Also require the verifiers that gate a seed in "
                                          "`evolve` to pass: oracle, invalid-test, red team, mutation.")] = True,
-    verification: VerificationOptions,
-    model: ModelOptions,
     out_dir: Annotated[Path, o.out_option("Where the selected tasks and selection.json go.")] = Path("seeds"),
     json_out: o.Json = False,
-    scale: ScaleOptions,
     harden_dir: Annotated[Path | None, typer.Option(
         "--harden", metavar="DIR", help="Write a hardened copy (`envevo harden`, proved) into DIR of each task that "
         "is hard enough and that only the red team rejected, where harden would fix it; evolve from DIR.")] = None,
@@ -77,12 +56,11 @@ def select(
     by_agent = renamed(old_agent, by_agent, "seeds select --agent (whose rollouts count)", "--by-agent")
     if run_dir is None:
         raise UserError("seeds select reads recorded rollouts: give the run that holds them with --run RUN")
-    config = check_config(sandbox, verification, model, scale)
+    config = check.check_config()
     result = asyncio.run(api.select_seeds(tasks, config, run_dir=run_dir, out_dir=out_dir, max_pass=max_pass,
                                           min_turns=min_turns, agent=by_agent, verify=verify, harden_dir=harden_dir,
                                           notify=note))
-    if result.budget_stop is not None:  # the cap stopped the model: said once, on stderr
-        err.print(result.budget_stop, markup=False, highlight=False, soft_wrap=True)
+    say_budget_stop(result.budget_stop)
     print_selection(result, out_dir, json_out)
 
 
@@ -102,8 +80,7 @@ def print_selection(result: SeedSelection, out_dir: Path, json_out: bool) -> Non
                       "[green]yes[/]" if t["selected"] else "[red]no[/]", escape("; ".join(t["reasons"]) or "-"),
                       escape(t["harden"]))
     out.print(table)
-    if usage:
-        err.print(usage_table(USAGE_TITLE, usage))
+    print_verifier_usage(usage)
     err.print(f"selected {len(doc['selected'])} of {len(doc['tasks'])}: {out_dir / 'selection.json'}")
 
 

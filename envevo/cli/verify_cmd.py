@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from pathlib import Path
 from typing import Annotated
@@ -13,27 +12,9 @@ from rich.table import Table
 
 from envevo.api import VerifyResult, refusal
 from envevo.cli import _options as o
-from envevo.cli._common import (
-    STATUS,
-    USAGE_TITLE,
-    check_output,
-    err,
-    note,
-    out,
-    print_json,
-    progress,
-    usage_table,
-    user_errors,
-    verifier_mark,
-)
-from envevo.cli._groups import (
-    ModelOptions,
-    SandboxOptions,
-    ScaleOptions,
-    VerificationOptions,
-    check_config,
-    grouped,
-)
+from envevo.cli._common import check_output, err, out, print_json, run_library, user_errors
+from envevo.cli._groups import CheckOptions, grouped
+from envevo.cli._verdicts import REFUSED, STATUS, print_refused, print_verifier_usage, say_budget_stop, verifier_mark
 from envevo.verify import registered
 
 __all__ = ["REFUSED", "print_refused", "refusal", "verify"]
@@ -50,15 +31,12 @@ def mutation_mark(report) -> str:
 @user_errors
 @grouped
 def verify(
-    tasks: Annotated[list[Path], typer.Argument(help="Task dirs (Harbor or Terminal-Bench 1), or folders of tasks.")],
+    tasks: o.TaskDirs,
     *,
-    sandbox: SandboxOptions,
+    check: CheckOptions,
     jobs_dir: Annotated[Path | None, typer.Option("--jobs-dir", help="Where trial logs go (default: "
                                                   "./jobs/verify-<time>).")] = None,
-    verification: VerificationOptions,
-    model: ModelOptions,
     json_out: o.Json = False,
-    scale: ScaleOptions,
 ) -> None:
     """Check each task in real containers: the reference solution passes (oracle), an empty one fails (invalid-test),
     with --red-team, no exploit passes, and with --mutation, no near-miss solution passes (its score: killed/total).
@@ -73,10 +51,10 @@ def verify(
     some task is weak (its tests miss a near miss); 2 bad input, or every task refused."""
     from envevo import api
 
-    config = check_config(sandbox, verification, model, scale)
+    config = check.check_config()
     if jobs_dir is not None:
         check_output(jobs_dir, "--jobs-dir", folder=True)
-    result = asyncio.run(api.verify(tasks, config, jobs_dir=jobs_dir, notify=note, progress=progress))
+    result = run_library(api.verify, tasks, config, jobs_dir=jobs_dir)
     if not result.verdicts:
         print_refused(result.refused, json_out)
     elif json_out:
@@ -85,8 +63,7 @@ def verify(
                    + [refusal(d, why) for d, why in result.refused])
     else:
         print_verdicts(result, config.sandbox.env, config.verification.repeats)
-    if result.budget_stop is not None:  # the cap stopped the model: said once, on stderr
-        err.print(result.budget_stop, markup=False, highlight=False, soft_wrap=True)
+    say_budget_stop(result.budget_stop)
     # A refused task counts as a failed one (exit 1); all refused is exit 2.
     raise typer.Exit(result.exit_code)
 
@@ -116,8 +93,7 @@ def print_verdicts(result: VerifyResult, env: str, repeats: int) -> None:
     for task, said in by_task.items():
         for line in dict.fromkeys(n for n in said if n not in shared):
             err.print(f"note: {escape(task)}: {escape(line)}")
-    if result.usage:
-        err.print(usage_table(USAGE_TITLE, result.usage))
+    print_verifier_usage(result.usage)
     # Inconclusive is counted apart from fail: this host could not run those tasks, which says nothing of them.
     counts = Counter(v.status for v in verdicts)
     err.print(f"{len(verdicts)} task(s): " + ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s])
@@ -125,13 +101,4 @@ def print_verdicts(result: VerifyResult, env: str, repeats: int) -> None:
     err.print(f"trial logs: {result.jobs}")
 
 
-REFUSED = "[bold red]refused[/]"
 STATUSES = ("ok", "weak", "inconclusive", "fail")  # best to worst, the order the summary counts them
-
-
-def print_refused(refused: list[tuple[Path, str]], json_out: bool) -> None:
-    if json_out:
-        print_json([refusal(d, why) for d, why in refused])
-        return
-    for d, why in refused:
-        err.print(f"[bold red]refused:[/] {escape(d.name)}: {escape(why)}", highlight=False, soft_wrap=True)

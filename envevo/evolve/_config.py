@@ -10,6 +10,7 @@ from envevo.runtime import DEFAULT_ENGINE
 from envevo.trace import DEFAULT_MAX_DRIFT, Direction, Effort
 
 if TYPE_CHECKING:
+    from envevo.task import Task
     from envevo.verify import VerificationConfig
 
 
@@ -37,6 +38,9 @@ class EvolveConfig(BaseModel):
                                     description="reject a candidate whose instruction drifted more than this from the "
                                                 "seed (1 − cosine similarity, docs/drift.md); None: no bound")
     trial_concurrency: int = Field(3, ge=1, description="trials running at once across all lineages")
+    image_map: dict[str, str] = Field(default_factory=dict, description="base images rewritten FROM -> TO in the "
+                                      "copies trials run (--image-map, [images] of envevo.toml); stored tasks keep "
+                                      "their own")
     lineage_concurrency: int = Field(1, ge=1, description="lineages evolving at once")
     models: dict[str, str] = Field(default_factory=dict, description="LLM engine: role -> provider:name")
     weakness_target: dict[str, Any] | None = Field(
@@ -63,6 +67,12 @@ class EvolveConfig(BaseModel):
 
         return VerificationConfig(repeats=self.repeats, red_team=self.red_team, mutation=self.mutation,
                                   model_mutants=self.model_mutants)
+
+    def runnable(self, task: Task) -> Task:
+        """`task` as its trials run it: the base images of `image_map` rewritten (the stored task keeps its own)."""
+        from envevo.task import ImageMap, rewrite_images
+
+        return rewrite_images(task, ImageMap(images=self.image_map)) if self.image_map else task
 
     @property
     def strict_mutation(self) -> bool:

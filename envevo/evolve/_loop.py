@@ -160,7 +160,7 @@ class GenerationWork:
                 continue
             candidate_id = await rec.add_candidate(lineage, g, direction, attempt, candidate, plan_id=plan_id)
             # Verify a working copy: the stored version dir is immutable and Harbor must not touch it.
-            task_dir = save(candidate, ctx.workdir / f"candidate-{attempt}", overwrite=True)
+            task_dir = save(self.cfg.runnable(candidate), ctx.workdir / f"candidate-{attempt}", overwrite=True)
             trials_dir = ctx.workdir / f"trials-{attempt}"
             for v in inheriting:  # the parent's verdicts on byte-identical inputs are not run again
                 v.inherit(task_dir, kills)
@@ -302,7 +302,7 @@ class SeedStart:
     async def _gate(self, name: str, task: Task) -> tuple[bool, str, Verdict]:
         """Verify the seed like every later generation; the rubric judges it (recorded, shown) but does not gate it."""
         workdir = self.store.run_dir / "work" / "seeds" / name
-        task_dir = save(task, workdir / "task", overwrite=True)
+        task_dir = save(self.config.runnable(task), workdir / "task", overwrite=True)
         self.on_event(Event(name, 0, Stage.CANDIDATE, "verifying the seed"))
         verdict = await verify_candidate(task, task_dir, workdir / "trials", env=self.config.env, verifiers=self.verifiers,
                                          checks=self.checks, gate=self.gate, strict=self.config.strict_mutation)

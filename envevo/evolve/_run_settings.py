@@ -18,7 +18,8 @@ RESUME_MAY_CHANGE = ("generations", "trial_concurrency", "lineage_concurrency")
 #: What a resume changes only when the command line names it (else the stored value stands): what "verified" means
 #: (red team, mutation, oracle repeats, the drift bound), where it verifies, and the loops' budgets. A change applies
 #: from the resume on, said in one line; each candidate's stored verifications show which verifiers it met.
-RESUME_IF_GIVEN = (*switch_options(), "model_mutants", "repeats", "max_drift", "env", "plan_budget", "env_budget")
+RESUME_IF_GIVEN = (*switch_options(), "model_mutants", "repeats", "max_drift", "env", "image_map", "plan_budget",
+                   "env_budget")
 
 
 def open_run(out_dir: Path, given: EvolveConfig, *, resume: bool, explicit: Collection[str] = (),

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from envevo.evolve._events import Event, Stage
 from envevo.harden import harden_task
-from envevo.task import Task, load_task
+from envevo.task import ImageMap, Task, load_task
 from envevo.verify import Verdict, spec_of
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ async def harden_seed(start: SeedStart, name: str, task: Task, verdict: Verdict,
     result = await harden_task(task, workdir / "out", env=start.config.env, jobs_dir=workdir / "trials",
                                repeats=start.config.repeats, concurrency=start.config.trial_concurrency,
                                overwrite=True, gate=start.gate, before=verdict, verifiers=start.verifiers,
-                               dest_name="seed")
+                               dest_name="seed", image_map=ImageMap(images=start.config.image_map))
     workdir.mkdir(parents=True, exist_ok=True)
     await asyncio.to_thread((workdir / "harden.json").write_text, result.model_dump_json(indent=1))
     if result.status != "hardened" or result.out is None:

@@ -90,7 +90,11 @@ async def select_seeds(tasks: list[Path], rollouts_run: Path, out_dir: Path, *, 
                                       env=env, verifiers=verifiers, concurrency=concurrency,
                                       strict=mutation_strict(mutation or gate.mutation))
         for r, v in zip(survivors, verdicts, strict=True):  # a weak seed passes, as `evolve`'s seed gate accepts it
-            r["reasons"] += [f"verifier: {x}" for x in v.reasons] if v.status not in ("ok", "weak") else []
+            rejected = v.status not in ("ok", "weak")
+            r["reasons"] += [f"verifier: {x}" for x in v.reasons] if rejected else []
+            # which verifiers' findings rejected it, by name (the reasons are their words)
+            r["rejected_by"] = sorted({f.source for rep in v.reports.values() for _, f in rep.stated()}) if rejected \
+                else []
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "tasks").mkdir(exist_ok=True)
     for r in results:
@@ -101,6 +105,7 @@ async def select_seeds(tasks: list[Path], rollouts_run: Path, out_dir: Path, *, 
     doc = {"max_pass": max_pass, "min_turns": min_turns, "verified": verify, "rollouts": str(rollouts_run),
            "selected": [r["path"] for r in results if not r["reasons"]],
            "tasks": [{"task": r["task"], "path": r["path"], "selected": not r["reasons"], "reasons": r["reasons"],
+                      "rejected_by": r.get("rejected_by", []),
                       **r["summary"].model_dump(include={"agent", "model", "simulated", "n", "passes", "pass_rate", "mean_turns"})}
                      for r in results]}
     (out_dir / "selection.json").write_text(json.dumps(doc, indent=2))

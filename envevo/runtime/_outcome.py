@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from pathlib import Path
 
@@ -71,7 +72,25 @@ class TrialOutcome(BaseModel):
     trial_dir: Path | None = None
     subject: str | None = Field(None, description="its spec's subject: the exploit or mutant the trial tried")
     notes: list[str] = Field(default_factory=list, description="what the sandbox changed or dropped, e.g. refused limits")
+    policy_refused: str | None = Field(None, description="the environment refused the task's per-phase network policy "
+                                                         "(it cannot switch policy between phases), so no trial ran: "
+                                                         "the phases' modes, e.g. 'public setup, no-network agent or "
+                                                         "verifier'")
 
     @property
     def passed(self) -> bool:
         return self.error_kind is ErrorKind.OK and self.reward is not None and self.reward >= 1.0
+
+
+# Harbor's ValueError when an environment cannot switch network policy between phases (setup online, agent offline):
+# read where Harbor's errors become envevo's types (_trial.py), into TrialOutcome.policy_refused.
+_POLICY_REFUSED = re.compile(r"network policy differs from (?:a|the) broader|cannot change network policy after start")
+_POLICY_MODES = re.compile(r"Execution mode: '([\w-]+)'; broadest mode: '([\w-]+)'")
+
+
+def policy_refused(message: str | None) -> str | None:
+    """The phases' modes of a per-phase network policy Harbor refused to run (its message), else None."""
+    if not message or not _POLICY_REFUSED.search(message):
+        return None
+    modes = _POLICY_MODES.search(message)
+    return f"{modes[2]} setup, {modes[1]} agent or verifier" if modes else "its phases"

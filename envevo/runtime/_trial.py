@@ -22,7 +22,7 @@ from envevo.runtime._harbor import (
 from envevo.runtime._host_env import host_env_guarded
 from envevo.runtime._image_cache import ImageCache
 from envevo.runtime._local_exec import trial_notes
-from envevo.runtime._outcome import ErrorKind, PhaseTimings, TrialOutcome, TrialSpec
+from envevo.runtime._outcome import ErrorKind, PhaseTimings, TrialOutcome, TrialSpec, policy_refused
 from envevo.runtime._quota import backoff, is_provider_error, provider_wait
 from envevo.runtime._quota_env import environment_config
 
@@ -251,7 +251,7 @@ def to_outcome(spec: TrialSpec, r: TrialResult) -> TrialOutcome:
         error_message=message,
         exception_type=r.exception_info.exception_type if r.exception_info else None,
         trial_dir=spec.trials_dir.resolve() / r.trial_name,
-        notes=notes,
+        notes=notes, policy_refused=policy_refused(r.exception_info.exception_message if r.exception_info else None),
     )
 
 
@@ -319,7 +319,7 @@ async def run_trial(spec: TrialSpec) -> TrialOutcome:
             subject=spec.subject,
             error_kind=ErrorKind.INFRASTRUCTURE_ERROR,
             error_message=f"{type(exc).__name__}: {exc}".splitlines()[0][:500],
-            exception_type=type(exc).__name__,
+            exception_type=type(exc).__name__, policy_refused=policy_refused(str(exc)),
         )
     _guard_phases(trial)
     try:

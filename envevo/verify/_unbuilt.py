@@ -12,8 +12,6 @@ and here the verdict names it once. Whose fault it is decides the status:
 
 from __future__ import annotations
 
-import re
-
 from envevo.runtime import ErrorKind, TrialOutcome, cert_failure
 from envevo.verify._evidence import pull_failure, read_trial_logs
 from envevo.verify._limits import missing_wheel, unreachable_download, unreachable_line
@@ -35,17 +33,12 @@ def machine_limit(o: TrialOutcome) -> str | None:
     return None
 
 
-# Harbor's words when an environment cannot switch network policy between phases (setup online, agent offline).
-_POLICY_REFUSED = re.compile(r"network policy differs from (?:a|the) broader|cannot change network policy after start")
-
-
 def policy_refused(o: TrialOutcome) -> str | None:
     """The task's per-phase network policy, when the trial's environment could not enforce it (no trial ran)."""
-    if o.error_kind is ErrorKind.OK or not _POLICY_REFUSED.search(o.error_message or ""):
+    if o.error_kind is ErrorKind.OK or o.policy_refused is None:
         return None
-    modes = re.search(r"Execution mode: '([\w-]+)'; broadest mode: '([\w-]+)'", o.error_message or "")
-    said = f" ({modes[2]} setup, {modes[1]} agent or verifier)" if modes else ""
-    return f"the task's per-phase network policy{said}, which this environment cannot switch between phases"
+    return f"the task's per-phase network policy ({o.policy_refused}), which this environment cannot switch between " \
+           "phases"
 
 
 def _unrunnable(o: TrialOutcome) -> bool:
@@ -73,9 +66,9 @@ def collapse_unbuilt(reports: dict[str, VerifierReport]) -> dict[str, VerifierRe
         if not rep.runs:
             out[name] = rep
             continue
-        # Findings that needed no trial (a static exploit's) stay; the per-trial build errors go.
-        kept = [f for r, f in rep.stated() if f.error_kind is not ErrorKind.ENVIRONMENT_BUILD_FAILURE
-                and not _POLICY_REFUSED.search(r)]
+        # Findings that needed no trial (a static exploit's) stay; the per-trial errors go (every trial here ended
+        # unbuilt or refused, so a finding that says how a trial ended is one of those).
+        kept = [f for _, f in rep.stated() if f.error_kind is None]
         said = [trial_finding(name, FindingKind.INCONCLUSIVE if limit else FindingKind.FAILED, runs[0], head, text=head)]
         stated = (said if name == first else []) + kept
         out[name] = rep.model_copy(update={

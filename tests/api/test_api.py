@@ -28,7 +28,7 @@ def test_the_library_defaults_are_the_cli_defaults() -> None:
     from envevo.evolve import EvolveConfig
 
     cfg, run = api.CheckConfig(), EvolveConfig()
-    assert (cfg.sandbox.env, cfg.sandbox.concurrency) == (o.ENV, o.CONCURRENCY) == (run.env, run.trial_concurrency)
+    assert (cfg.sandbox.env, cfg.sandbox.trial_concurrency) == (o.ENV, o.TRIAL_CONCURRENCY) == (run.env, run.trial_concurrency)
     v = cfg.verification
     assert (v.repeats, v.red_team, v.mutation) == (o.REPEATS, o.RED_TEAM, o.MUTATION) == (run.repeats, run.red_team,
                                                                                           run.mutation)
@@ -101,3 +101,29 @@ def test_verify_refuses_bad_input_before_any_trial(task, tmp_path, monkeypatch) 
         asyncio.run(api.verify([task], CONFIG.model_copy(update={"model": api.ModelConfig(max_tokens=5)}),
                                jobs_dir=tmp_path / "jobs"))
     assert runtime.agents == []
+
+
+@pytest.mark.parametrize(("failing", "hardenable"), [("red_team", True), ("oracle", False)])
+def test_seeds_select_names_the_verifiers_that_rejected_a_seed_by_field(tmp_path, monkeypatch, failing,
+                                                                          hardenable) -> None:
+    """Which verifiers rejected a seed is a field of the selection (their findings' source), and what `--harden`
+    picks is read from it (only verifiers whose findings harden fixes), never from the reasons' wording."""
+    import envevo.verify as verify
+    from envevo.api._seeds import _only_hardenable
+    from tests.rollout.test_rollout_unit import _seed_store
+
+    paths, _, store = _seed_store(tmp_path)
+    store.close()
+
+    async def fake_verify(tasks, jobs, **kw):
+        bad = verify.VerifierReport(name=failing, passed=False, reasons=["worded any way at all"])
+        return [verify.Verdict(task=name, task_dir=d, ok=False, reports={failing: bad}) for name, d in tasks]
+
+    monkeypatch.setattr(verify, "verify_tasks", fake_verify)
+    monkeypatch.setattr("envevo.sandbox.preflight", lambda env, notify=None: None)
+    config = api.CheckConfig(verification=api.VerificationConfig(red_team="on", mutation="off"))
+    doc = asyncio.run(api.select_seeds(paths, config, run_dir=tmp_path / "run", out_dir=tmp_path / "seeds",
+                                       min_turns=30)).doc
+    verified, easy = doc["tasks"]  # the second is too easy: its rollouts rejected it, no verifier ran
+    assert verified["rejected_by"] == [failing] and easy["rejected_by"] == []
+    assert _only_hardenable(verified) is hardenable and not _only_hardenable(easy)

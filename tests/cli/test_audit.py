@@ -42,7 +42,7 @@ def test_bad_red_team_setting_is_one_line(tmp_path):
 @pytest.mark.sandbox
 def test_audit_names_the_exploit_and_resumes(sandbox, tmp_path):
     tasks = [str(HACKABLE / "resistant"), str(HACKABLE / "tool_shadowing")]
-    proc = run_cli("audit", *tasks, "--out", str(tmp_path), "--json", "--concurrency", "4")
+    proc = run_cli("audit", *tasks, "--out", str(tmp_path), "--json", "--trial-concurrency", "4")
     assert proc.returncode == 1, proc.stderr
     data = json.loads(proc.stdout)
     by = {t["task"]: t for t in data["tasks"]}

@@ -65,32 +65,73 @@ def test_evolve_defaults_are_the_config_defaults() -> None:
     for flag, field in [("--generations", "generations"), ("--seed", "seed"), ("--plan-budget", "plan_budget"),
                         ("--env-budget", "env_budget"), ("--env", "env"), ("--repeats", "repeats"),
                         ("--red-team", "red_team"), ("--trial-concurrency", "trial_concurrency"),
-                        ("--lineages", "lineage_concurrency"), ("--engine", "engine")]:
+                        ("--lineage-concurrency", "lineage_concurrency"), ("--engine", "engine")]:
         assert params[flag].default == getattr(d, field), flag
     assert params["--directions"].default == ",".join(d.directions)
     assert params["--max-drift"].default == str(d.max_drift)
 
 
-def test_concurrency_means_trials_wherever_it_is_shown() -> None:
-    for path in (("verify",), ("audit",), ("rollout",), ("seeds", "select")):
-        assert "trials" in _params(*path)["--concurrency"].help.lower(), path
+TRIAL_COMMANDS = [("verify",), ("audit",), ("harden",), ("evolve",), ("rollout",), ("seeds", "select")]
+
+
+def test_trial_concurrency_means_trials_on_every_command_that_runs_them() -> None:
+    """One name, one meaning: --trial-concurrency (shown) is sandbox trials at once on every command that runs
+    trials; --concurrency is an old spelling everywhere (hidden); evolve's lineages at once is
+    --lineage-concurrency."""
+    for path in TRIAL_COMMANDS:
+        params = _params(*path)
+        assert "trials" in params["--trial-concurrency"].help.lower() and not params["--trial-concurrency"].hidden
+        assert params["--concurrency"].hidden, path
+        assert "--image-map" in params and not params["--image-map"].hidden, path
     evolve = _params("evolve")
-    assert evolve["--concurrency"].hidden and "--lineages" in evolve
+    assert "lineages" in evolve["--lineage-concurrency"].help.lower() and evolve["--lineages"].hidden
 
 
-def test_evolve_concurrency_still_works_with_one_warning(tmp_path) -> None:
-    result = CliRunner().invoke(app, ["evolve", str(tmp_path), "--run", str(tmp_path / "run"), "--concurrency", "2",
-                                      "--red-team", "bogus"])
-    warnings = [line for line in result.stderr.splitlines() if "deprecated" in line]
-    assert len(warnings) == 1 and "--lineages" in warnings[0] and "removed in envevo 0.3" in warnings[0]
-    assert result.exit_code == 2  # the bad --red-team then ends it in one line, before any work
+def _warnings(result) -> list[str]:
+    return [line for line in result.stderr.splitlines() if "deprecated" in line]
+
+
+@pytest.mark.parametrize("old,new,field", [("--concurrency", "--lineage-concurrency", "lineage_concurrency"),
+                                           ("--lineages", "--lineage-concurrency", "lineage_concurrency"),
+                                           ("--trial-concurrency", None, "trial_concurrency")])
+def test_evolve_reads_each_spelling_into_its_setting_with_one_warning_for_an_old_one(tmp_path, monkeypatch, old,
+                                                                                    new, field) -> None:
+    """evolve's old --concurrency meant lineages at once, as promised until 0.3: it still does, with one line."""
+    from envevo import api
+
+    seen: list[api.EvolveRun] = []
+
+    async def fake(config, **_kw):
+        seen.append(config)
+        return api.EvolveResult(run_dir=config.run_dir, lineages=[])
+
+    monkeypatch.setattr(api, "evolve", fake)
+    result = CliRunner().invoke(app, ["evolve", str(tmp_path), "--run", str(tmp_path / "run"), old, "5"])
+    assert result.exit_code == 0, result.stderr
+    assert getattr(seen[0].settings, field) == 5
+    if new is None:
+        assert _warnings(result) == []
+    else:
+        (line,) = _warnings(result)
+        assert old in line and f"use {new}" in line and "removed in envevo 0.3" in line
+
+
+@pytest.mark.parametrize("path", [("verify",), ("audit",), ("seeds", "select"), ("rollout",)])
+def test_old_concurrency_is_trials_with_one_warning_and_both_at_once_is_one_line(path, tmp_path) -> None:
+    """Elsewhere --concurrency meant trials: read so, with one deprecation line; giving it beside
+    --trial-concurrency is a user error (which would win is a guess). A bad --env ends the command before any work."""
+    args = [*path, str(tmp_path), *(["--run", str(tmp_path / "run")] if path == ("seeds", "select") else [])]
+    old = CliRunner().invoke(app, [*args, "--concurrency", "2", "--env", "no-such-env"])
+    (line,) = _warnings(old)
+    assert "--concurrency" in line and "use --trial-concurrency" in line and old.exit_code == 2
+    both = CliRunner().invoke(app, [*args, "--concurrency", "2", "--trial-concurrency", "4"])
+    assert both.exit_code == 2 and "give only --trial-concurrency" in both.stderr
 
 
 def test_every_command_that_runs_trials_has_the_same_defaults() -> None:
     """A task audited, verified, selected as a seed, evolved or rolled out meets the same checks, load and
-    scale-out: one default per option, wherever it is shown (evolve names its trials --trial-concurrency, as its
-    old --concurrency meant lineages until envevo 0.3)."""
-    shared = ("--env", "--repeats", "--red-team", "--mutation", "--concurrency", "--trial-concurrency", "--executor",
+    scale-out: one default per option, wherever it is shown."""
+    shared = ("--env", "--repeats", "--red-team", "--mutation", "--trial-concurrency", "--executor",
               "--ray-address", "--max-sandboxes", "--start-rate")
     commands = [("verify",), ("audit",), ("evolve",), ("rollout",), ("seeds", "select")]
     defaults: dict[str, set[object]] = {}
@@ -99,9 +140,8 @@ def test_every_command_that_runs_trials_has_the_same_defaults() -> None:
         assert {"--env", "--executor", "--ray-address", "--max-sandboxes", "--start-rate"} <= set(params), path
         for flag in shared:
             if flag in params and not params[flag].hidden:
-                key = "--concurrency" if flag == "--trial-concurrency" else flag
-                defaults.setdefault(key, set()).add(params[flag].default)
+                defaults.setdefault(flag, set()).add(params[flag].default)
     d = EvolveConfig()
     assert defaults == {"--env": {d.env}, "--repeats": {d.repeats}, "--red-team": {d.red_team},
-                        "--mutation": {d.mutation}, "--concurrency": {d.trial_concurrency}, "--executor": {"asyncio"},
+                        "--mutation": {d.mutation}, "--trial-concurrency": {d.trial_concurrency}, "--executor": {"asyncio"},
                         "--ray-address": {None}, "--max-sandboxes": {None}, "--start-rate": {None}}

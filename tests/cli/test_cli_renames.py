@@ -148,7 +148,7 @@ def test_schedule_simulate_takes_a_run_under_each_name(args, old) -> None:
 
 
 def test_schedule_simulate_old_pool_synthetic_is_the_default_pool() -> None:
-    args = ["schedule", "simulate", "--steps", "1", "--seeds", "1", "--schedulers", "el", "--json"]
+    args = ["schedule", "simulate", "--steps", "1", "--repeats", "1", "--schedulers", "el", "--json"]
     new, old = invoke(*args), invoke(*args, "--pool", "synthetic")
     assert new.exit_code == old.exit_code == 0, old.stderr
     assert json.loads(new.stdout)["pool"] == json.loads(old.stdout)["pool"]
@@ -228,3 +228,31 @@ def test_old_spellings_are_hidden(path, old) -> None:
         command = command.commands[name]  # type: ignore[attr-defined]
     [param] = [p for p in command.params if old in getattr(p, "opts", [])]
     assert param.hidden and "Deprecated" in (param.help or "")
+
+
+# ---- one meaning per name: --repeats, --synthetic-generations, --rubric (issue 33) ------------------------------
+
+def test_schedule_simulate_runs_per_scheduler_are_repeats_and_its_pool_generations_are_synthetic() -> None:
+    """`--seeds` meant seed tasks elsewhere and `--generations` what evolve makes: simulate's runs per scheduler are
+    --repeats and its synthetic pool's depth --synthetic-generations; the old spellings give the same result."""
+    base = ["schedule", "simulate", "--steps", "1", "--schedulers", "el", "--synthetic-lineages", "2", "--json"]
+    new = invoke(*base, "--repeats", "2", "--synthetic-generations", "3")
+    old = invoke(*base, "--seeds", "2", "--generations", "3")
+    assert new.exit_code == old.exit_code == 0, old.stderr
+    assert deprecations(new) == []
+    said = deprecations(old)
+    assert len(said) == 2 and all(REMOVAL in line for line in said)
+    assert any("--seeds" in line and "use --repeats" in line for line in said)
+    assert any("--generations" in line and "use --synthetic-generations" in line for line in said)
+    runs = [sorted((r["scheduler"], r["seed"]) for r in json.loads(res.stdout)["runs"]) for res in (new, old)]
+    assert runs[0] == runs[1] and len(runs[0]) == 2
+
+
+def test_rubric_learn_reads_its_old_rubric_file_spelling_with_one_line(tmp_path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    old = invoke("rubric", "learn", run, "--rubric-file", tmp_path / "r.toml")
+    assert old.exit_code == 2 and "no rejected versions" in old.stderr  # it went on past the option
+    assert_one_deprecation(old, "--rubric-file", "use --rubric")
+    both = invoke("rubric", "learn", run, "--rubric-file", tmp_path / "r.toml", "--rubric", tmp_path / "s.toml")
+    assert both.exit_code == 2 and "give only --rubric" in both.stderr

@@ -55,7 +55,7 @@ def test_review_then_rubric_learn_appends_confirmed_criteria(tmp_path):
                               "script on the fixtures, not typed by hand.", "weight": 1.0, "issues": [1]}]}
     with FakeOpenAI(Script(**{"rubric-learn": [final(proposal)]})) as server:
         r = run_cli("rubric", "learn", str(tmp_path / "run"), "--model", "fake-model", "--base-url", server.url, "--yes",
-                    "--json", "--rubric-file", str(tmp_path / "envevo-rubric.toml"))
+                    "--json", "--rubric", str(tmp_path / "envevo-rubric.toml"))
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["appended"] == ["expected_values_computed"]
     assert "expected_values_computed" in (tmp_path / "envevo-rubric.toml").read_text()

@@ -83,7 +83,7 @@ def test_a_missing_path_is_said_before_any_work(tmp_path, monkeypatch) -> None:
         raise AssertionError("work started before the arguments were checked")
 
     monkeypatch.setattr("envevo.sandbox.preflight", no_work)
-    monkeypatch.setattr("envevo.api._verify.verification_model", no_work)
+    monkeypatch.setattr("envevo.api._check.verification_model", no_work)
     res = _verify(tmp_path / "nonexistent")
     assert res.exit_code == ExitCode.USAGE and "does not exist" in res.output
     assert len(res.output.strip().splitlines()) == 1

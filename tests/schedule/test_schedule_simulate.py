@@ -189,7 +189,7 @@ def test_mean_ci():
 
 def test_cli_json_output(tmp_path: Path):
     res = runner.invoke(app, ["schedule", "simulate", "--schedulers", "el,random,el+patience", "--steps", "6",
-                              "--seeds", "2", "--batch-envs", "4", "--synthetic-lineages", "5", "--generations", "4",
+                              "--repeats", "2", "--batch-envs", "4", "--synthetic-lineages", "5", "--synthetic-generations", "4",
                               "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
@@ -204,8 +204,8 @@ def test_cli_json_output(tmp_path: Path):
 
 def test_cli_table_and_report_files(tmp_path: Path):
     out = tmp_path / "sim"
-    res = runner.invoke(app, ["schedule", "simulate", "--schedulers", "el,random", "--steps", "4", "--seeds", "2",
-                              "--batch-envs", "4", "--synthetic-lineages", "4", "--generations", "3",
+    res = runner.invoke(app, ["schedule", "simulate", "--schedulers", "el,random", "--steps", "4", "--repeats", "2",
+                              "--batch-envs", "4", "--synthetic-lineages", "4", "--synthetic-generations", "3",
                               "--out", str(out)])
     assert res.exit_code == 0, res.output
     assert "SIMULATION" in res.stdout and "difference from el" in res.stdout
@@ -223,7 +223,7 @@ def test_cli_on_a_run_dir_with_few_lineages_uses_a_synthetic_holdout(tmp_path: P
         s.commit_generation(a, 1, tiny_task("alpha", "alpha 1"), direction="length", effort="high",
                             trace=trace_of(3), difficulty=difficulty_of(3), verified=True)
     res = runner.invoke(app, ["schedule", "simulate", "--run", str(tmp_path / "run"), "--steps", "3",
-                              "--seeds", "1", "--json"])
+                              "--repeats", "1", "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     assert data["pool"]["environments"] == 2 and "synthetic" in data["pool"]["heldout"]
@@ -239,7 +239,7 @@ def test_cli_on_a_run_dir_with_few_lineages_uses_a_synthetic_holdout(tmp_path: P
     ],
 )
 def test_cli_bad_input_is_one_line_exit_2(args, message):
-    res = runner.invoke(app, ["schedule", "simulate", "--steps", "1", "--seeds", "1", *args])
+    res = runner.invoke(app, ["schedule", "simulate", "--steps", "1", "--repeats", "1", *args])
     assert res.exit_code == 2
     assert message in res.output and "Traceback" not in res.output
 

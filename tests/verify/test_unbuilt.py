@@ -164,8 +164,15 @@ def test_a_network_policy_the_environment_cannot_switch_is_inconclusive_naming_i
     message = ("ValueError: The execution phase network policy differs from a broader setup or shared phase policy, "
                "but this environment cannot change network policy after start. Execution mode: 'no-network'; "
                "broadest mode: 'public'.")
-    runs = [TrialOutcome(task="t", agent=a, error_kind=ErrorKind.INFRASTRUCTURE_ERROR, error_message=message)
-            for a in ("oracle", "oracle", "nop")]
+    from envevo.runtime._outcome import policy_refused  # where Harbor's error becomes envevo's typed field
+
+    assert policy_refused(message) == "public setup, no-network agent or verifier"
+    assert policy_refused("ValueError: some other setup error") is None
+    runs = [TrialOutcome(task="t", agent=a, error_kind=ErrorKind.INFRASTRUCTURE_ERROR, error_message=message,
+                         policy_refused=policy_refused(message)) for a in ("oracle", "oracle", "nop")]
+    # verify reads the typed field, not the wording: the same words without it are an ordinary infrastructure error
+    untyped = [r.model_copy(update={"policy_refused": None}) for r in runs]
+    assert collapse_unbuilt(_reports(untyped)) == _reports(untyped)
     reports = collapse_unbuilt(_reports(runs))
     (reason,) = [r for rep in reports.values() for r in rep.reasons]
     assert all(rep.inconclusive and not rep.passed for rep in reports.values())
