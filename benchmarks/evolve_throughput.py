@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -99,10 +100,22 @@ def fresh_run(tmp: Path, generations: int, length: int, seed: int, name: str = "
     if not (tmp / "seed").exists():
         subprocess.run([*envevo, "seed", "procedural", str(tmp / "seed"), "--length", str(length), "--seed", str(seed)],
                        check=True, capture_output=True)
-    t0 = time.monotonic()
+    t0, cpu0 = time.monotonic(), _children_cpu()
     subprocess.run([*envevo, "evolve", str(tmp / "seed"), "--run", str(tmp / name), "--generations", str(generations),
                     "--env", sandbox], check=True, capture_output=True, env={**os.environ, **(env or {})})
+    CPU[tmp / name] = _children_cpu() - cpu0
     return tmp / name, time.monotonic() - t0
+
+
+# CPU seconds (user + system) of each fresh run: envevo and every process it started and reaped, a bwrap sandbox's
+# included; a podman container's are not (its processes belong to conmon). On a machine shared with others this is
+# the figure the load does not move much: 2 cores give at most 7,200 CPU seconds an hour.
+CPU: dict[Path, float] = {}
+
+
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def side_by_side(tmp: Path, generations: int, length: int, seed: int) -> dict:
@@ -119,14 +132,19 @@ def envs_side_by_side(tmp: Path, envs: list[str], generations: int, length: int,
     """The same evolution on each sandbox backend (`--env`), one after the other in one run, with the load.
     `bwrap@before` runs envevo from the tree `before` (e.g. `git archive` of the commit before a change)."""
     out: dict = {"load_before": os.getloadavg()}
-    for sandbox in envs:
+    for i, sandbox in enumerate(envs):
         backend, _, tree = sandbox.partition("@")
+        tree = tree.split("#")[0]  # NAME#2: a second run of the same, interleaved with the others (load drifts)
         if tree and before is None:
             raise SystemExit(f"{sandbox}: give --before-tree DIR (the envevo tree to run as '@{tree}')")
         env = {"PYTHONPATH": str(before)} if tree and before is not None else {"PYTHONPATH": str(ROOT)}
-        run, wall = fresh_run(tmp, generations, length, seed, f"env_{sandbox}", env, sandbox=backend)
-        out[sandbox] = {**measure(run, wall), "trials_per_candidate": trials_by_kind(run), "load_after": os.getloadavg()}
-    digests = [lineage_digest(tmp / f"env_{e}") for e in envs]
+        run, wall = fresh_run(tmp, generations, length, seed, f"env_{i}_{sandbox}", env, sandbox=backend.split("#")[0])
+        row = measure(run, wall)
+        cpu = CPU[run]
+        out[sandbox] = {**row, "cpu_s": round(cpu, 1),
+                        "cpu_s_per_accepted_generation": round(cpu / max(row["accepted_generations"], 1), 1),
+                        "trials_per_candidate": trials_by_kind(run), "load_after": os.getloadavg()}
+    digests = [lineage_digest(tmp / f"env_{i}_{e}") for i, e in enumerate(envs)]
     out["same_lineage"] = all(d == digests[0] for d in digests)
     return out
 

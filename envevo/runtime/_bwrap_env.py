@@ -143,9 +143,9 @@ class BwrapEnvironment(LocalContainerEnvironment):
         box = BwrapSandbox(lower)
         self._container = f"{BWRAP.name}-{box.dir.name}"
         self._box = box
-        # In the sandbox module's starter thread, which lives as long as the process: bwrap's --die-with-parent and
-        # the holder's pdeathsig watch the thread that started them.
-        await box.open_async(self.task_env_config.workdir or workdir or None)
+        # In this thread (not a worker): bwrap's --die-with-parent and the holder's pdeathsig watch the thread that
+        # started them, and the event loop's thread lives as long as the trial.
+        box.open(self.task_env_config.workdir or workdir or None)
         self._note(f"image {image} in a {BWRAP.name} sandbox (root file system read-only, a copy-on-write layer per trial)")
         await self._upload_environment_dir_after_start()
         await self.ensure_dirs(self._mount_targets(writable_only=True))
@@ -166,10 +166,10 @@ class BwrapEnvironment(LocalContainerEnvironment):
         self._pending.clear()
         box, self._box = self._box, None
         self._container = None
+        if box is not None:
+            box.close()  # signals and an rmtree of the trial's own upper dir: not cancellable halfway
         if stash is not None:
             shutil.rmtree(stash, ignore_errors=True)
-        if box is not None:  # a cancel here still ends every process: the thread runs on
-            await asyncio.shield(box.close_async())
 
     async def quiesce(self, unneeded: Sequence[str] = ()) -> None:
         """End every process of the sandbox (its pid namespace), keeping its files: the agent's phase is over."""
@@ -177,13 +177,13 @@ class BwrapEnvironment(LocalContainerEnvironment):
             return
         self._release()
         await self._settle()
-        await self._sandbox().kill_init_async()
+        self._sandbox().kill_init()
         self._stopped = True
         self._unneeded = {str(p).rstrip("/") or "/" for p in unneeded}
         self._note("agent processes ended after the agent phase (the sandbox's pid namespace was killed)")
 
     async def _thaw(self) -> None:
-        await self._sandbox().start_init_async()
+        self._sandbox().start_init()
         self._stopped = False
         self._note("commands after the agent phase ran in a new pid namespace of the sandbox, none of its processes left")
 

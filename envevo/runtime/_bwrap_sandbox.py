@@ -22,7 +22,6 @@ No host path is reachable from a sandbox except its own overlay: the lower layer
 
 from __future__ import annotations
 
-import asyncio
 import fcntl
 import json
 import os
@@ -33,7 +32,6 @@ import stat
 import subprocess
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from envevo._home import home, private_dir
@@ -49,16 +47,6 @@ _NAMESPACES = ("mnt", "net", "ipc")  # the holder's; the UTS namespace (a host n
 _AS_USER = ('u=$1; g=$2; shift 2; [ -n "$g" ] || g=$(id -g -- "$u" 2>/dev/null) || g=0; '
             'grp=--clear-groups; id -- "$u" >/dev/null 2>&1 && grp=--init-groups; '
             'exec setpriv --reuid="$u" --regid="$g" $grp --inh-caps=-all --bounding-set=-all -- "$@"')
-
-
-# A sandbox is started and stopped off the event loop's thread: each start forks and waits for namespaces (~75 ms),
-# each stop waits for the init and removes the upper dir (~110 ms); on the loop they stalled every other trial
-# (benchmarks/evolve_profile.py: a third of the loop's stalls). Starts go to one thread that lives as long as the
-# process: the holder's pdeathsig and bwrap's --die-with-parent fire when the *thread* that started them ends, and a
-# pool's single worker is never retired before the process exits. Upper dirs are removed by another such thread,
-# after the trial has gone on (a kill -9 before that leaves them to `sweep_stale`, as before).
-_STARTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envevo-bwrap-start")
-_REMOVER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envevo-bwrap-remove")
 
 
 def trials_root() -> Path:
@@ -174,10 +162,6 @@ class BwrapSandbox:
 
     def close(self) -> None:
         """Kill everything and remove the upper dir (the overlay goes with the holder's mount namespace)."""
-        self._end()
-        shutil.rmtree(self.dir, ignore_errors=True)  # fd-based, never follows a link the agent made
-
-    def _end(self) -> None:
         self.kill_init()
         holder, self._holder = self._holder, None
         if holder is not None:
@@ -185,23 +169,7 @@ class BwrapSandbox:
             holder.wait()
             if holder.stderr is not None:
                 holder.stderr.close()
-
-    # -- the same, off the event loop's thread (see _STARTER) -------------------------------------
-
-    async def open_async(self, workdir: str | None = None) -> None:
-        await asyncio.get_running_loop().run_in_executor(_STARTER, self.open, workdir)
-
-    async def start_init_async(self) -> None:
-        await asyncio.get_running_loop().run_in_executor(_STARTER, self.start_init)
-
-    async def kill_init_async(self) -> None:
-        await asyncio.to_thread(self.kill_init)
-
-    async def close_async(self) -> None:
-        """Every process ends before this returns; the upper dir is removed right after, in the background (nothing
-        runs over it any more: the overlay's last user is gone)."""
-        await asyncio.to_thread(self._end)
-        _REMOVER.submit(shutil.rmtree, self.dir, ignore_errors=True)
+        shutil.rmtree(self.dir, ignore_errors=True)  # fd-based, never follows a link the agent made
 
     # -- argv -------------------------------------------------------------------------------------
 
