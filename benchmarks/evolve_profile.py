@@ -67,8 +67,6 @@ def instrument() -> None:
     for name in ("_image_root", "_image_config", "_image_user"):
         if hasattr(_bwrap_env, name):
             _patch(_bwrap_env, name, "image_mount")
-    if hasattr(_bwrap_env, "_layered_image"):
-        _patch(_bwrap_env, "_layered_image", "image_layer")
     _patch(_bwrap_sandbox.BwrapSandbox, "open", "sandbox_open")
     _patch(_bwrap_sandbox.BwrapSandbox, "close", "sandbox_close")
     _patch(_bwrap_sandbox.BwrapSandbox, "start_init", "sandbox_init")
