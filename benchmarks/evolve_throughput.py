@@ -6,6 +6,8 @@ spent in verification (the sandboxes) rather than in envevo itself.
     python benchmarks/evolve_throughput.py --run RUN_DIR         # read a finished run's store instead
     python benchmarks/evolve_throughput.py --side-by-side --generations 4   # red-team reuse off, then on
     python benchmarks/evolve_throughput.py --envs podman,bwrap --generations 4  # the same evolution on each backend
+    python benchmarks/evolve_throughput.py --envs podman@before,bwrap@before,bwrap --before-tree /tmp/before
+        # today's paths (a `git archive` of the commit before) and this tree's, side by side in one run
 
 `--side-by-side` evolves the same seed twice in one run, first with the red team's reuse of a parent's verdicts
 off (ENVEVO_RED_TEAM_REUSE=off: today's path), then on, and prints both with the trials per candidate by kind (run
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -97,10 +100,22 @@ def fresh_run(tmp: Path, generations: int, length: int, seed: int, name: str = "
     if not (tmp / "seed").exists():
         subprocess.run([*envevo, "seed", "procedural", str(tmp / "seed"), "--length", str(length), "--seed", str(seed)],
                        check=True, capture_output=True)
-    t0 = time.monotonic()
+    t0, cpu0 = time.monotonic(), _children_cpu()
     subprocess.run([*envevo, "evolve", str(tmp / "seed"), "--run", str(tmp / name), "--generations", str(generations),
                     "--env", sandbox], check=True, capture_output=True, env={**os.environ, **(env or {})})
+    CPU[tmp / name] = _children_cpu() - cpu0
     return tmp / name, time.monotonic() - t0
+
+
+# CPU seconds (user + system) of each fresh run: envevo and every process it started and reaped, a bwrap sandbox's
+# included; a podman container's are not (its processes belong to conmon). On a machine shared with others this is
+# the figure the load does not move much: 2 cores give at most 7,200 CPU seconds an hour.
+CPU: dict[Path, float] = {}
+
+
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def side_by_side(tmp: Path, generations: int, length: int, seed: int) -> dict:
@@ -112,13 +127,24 @@ def side_by_side(tmp: Path, generations: int, length: int, seed: int) -> dict:
     return out
 
 
-def envs_side_by_side(tmp: Path, envs: list[str], generations: int, length: int, seed: int) -> dict:
-    """The same evolution on each sandbox backend (`--env`), one after the other in one run, with the load."""
+def envs_side_by_side(tmp: Path, envs: list[str], generations: int, length: int, seed: int,
+                      before: Path | None = None) -> dict:
+    """The same evolution on each sandbox backend (`--env`), one after the other in one run, with the load.
+    `bwrap@before` runs envevo from the tree `before` (e.g. `git archive` of the commit before a change)."""
     out: dict = {"load_before": os.getloadavg()}
-    for sandbox in envs:
-        run, wall = fresh_run(tmp, generations, length, seed, f"env_{sandbox}", sandbox=sandbox)
-        out[sandbox] = {**measure(run, wall), "trials_per_candidate": trials_by_kind(run), "load_after": os.getloadavg()}
-    digests = [lineage_digest(tmp / f"env_{e}") for e in envs]
+    for i, sandbox in enumerate(envs):
+        backend, _, tree = sandbox.partition("@")
+        tree = tree.split("#")[0]  # NAME#2: a second run of the same, interleaved with the others (load drifts)
+        if tree and before is None:
+            raise SystemExit(f"{sandbox}: give --before-tree DIR (the envevo tree to run as '@{tree}')")
+        env = {"PYTHONPATH": str(before)} if tree and before is not None else {"PYTHONPATH": str(ROOT)}
+        run, wall = fresh_run(tmp, generations, length, seed, f"env_{i}_{sandbox}", env, sandbox=backend.split("#")[0])
+        row = measure(run, wall)
+        cpu = CPU[run]
+        out[sandbox] = {**row, "cpu_s": round(cpu, 1),
+                        "cpu_s_per_accepted_generation": round(cpu / max(row["accepted_generations"], 1), 1),
+                        "trials_per_candidate": trials_by_kind(run), "load_after": os.getloadavg()}
+    digests = [lineage_digest(tmp / f"env_{i}_{e}") for i, e in enumerate(envs)]
     out["same_lineage"] = all(d == digests[0] for d in digests)
     return out
 
@@ -133,13 +159,15 @@ def main() -> None:
     ap.add_argument("--side-by-side", action="store_true", help="red-team reuse off, then on, on the same seed")
     ap.add_argument("--env", default="podman", help="the sandbox backend of a fresh run (envevo evolve --env)")
     ap.add_argument("--envs", help="comma-separated backends to run side by side on the same seed (podman,bwrap)")
+    ap.add_argument("--before-tree", type=Path, help="with --envs NAME@before: the envevo source tree to run as 'before'")
     ap.add_argument("--keep", type=Path, help="with --envs: keep the runs in this new dir (to inspect a difference)")
     args = ap.parse_args()
     if args.envs:
         with tempfile.TemporaryDirectory() as tmp:
             where = args.keep or Path(tmp)
             where.mkdir(parents=True, exist_ok=True)
-            each = envs_side_by_side(where, args.envs.split(","), args.generations, args.length, args.seed)
+            each = envs_side_by_side(where, args.envs.split(","), args.generations, args.length, args.seed,
+                                    args.before_tree)
         print(json.dumps(each, indent=None if args.json else 2))
         return
     if args.side_by_side:

@@ -36,11 +36,10 @@ from envevo.runtime._engine_dialect import BWRAP, PODMAN
 from envevo.runtime._image_cache import forget_cached_image, image_missing
 from envevo.runtime._local_env import LocalContainerEnvironment
 from envevo.runtime._local_exec import EXEC_OUTPUT_LIMIT, _overlaps
-from envevo.runtime._local_prep import _image_user
 
 _LOWER: dict[str, str] = {}  # image ref -> its read-only root file system (podman image mount), per process
 _PINS: dict[str, str] = {}  # image ref -> the never-started container whose mount that is
-_CONFIG: dict[str, tuple[list[str], str]] = {}  # image ref -> (its env, its working dir)
+_CONFIG: dict[str, tuple[list[str], str, str]] = {}  # image ref -> (its env, its working dir, its user)
 _LOCKS: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}  # one per event loop (tests run several)
 _SWEPT: list[bool] = []
 
@@ -85,17 +84,17 @@ class ImageGone(RuntimeError):
     """The cached image was removed from outside this run since it was last seen."""
 
 
-async def _image_config(image: str) -> tuple[list[str], str]:
-    """The image's environment (KEY=VALUE) and working dir, as a container started from it would have them."""
+async def _image_config(image: str) -> tuple[list[str], str, str]:
+    """The image's environment (KEY=VALUE), working dir and user ("" is root; "?" when unknown), as a container
+    started from it would have them: one engine call per image and process (a new image each generation)."""
     if image in _CONFIG:
         return _CONFIG[image]
-    code, out, _ = await _run(PODMAN.name, "image", "inspect", "--format", "{{json .Config.Env}}\n{{.Config.WorkingDir}}",
-                              image, timeout=60)
+    code, out, _ = await _run(PODMAN.name, "image", "inspect", "--format",
+                              "{{json .Config.Env}}\n{{.Config.WorkingDir}}\n{{.Config.User}}", image, timeout=60)
     if code != 0:
-        return [], ""
-
-    env_line, _, workdir = out.partition("\n")
-    _CONFIG[image] = list(json.loads(env_line or "null") or []), workdir.strip()
+        return [], "", "?"
+    env_line, workdir, user = (out.split("\n") + ["", ""])[:3]
+    _CONFIG[image] = list(json.loads(env_line or "null") or []), workdir.strip(), user.strip()
     return _CONFIG[image]
 
 
@@ -135,11 +134,10 @@ class BwrapEnvironment(LocalContainerEnvironment):
             forget_cached_image(image)  # removed since this run last saw it (a prune): built again
             image = self._image_ref = await self._image(force_build)
             lower = await _image_root(image)
-        env, workdir = await _image_config(image)
+        env, workdir, self._user = await _image_config(image)
         self._base_env = dict(e.split("=", 1) for e in env if "=" in e)
         self._base_env.update(self._startup_env())
         self._workdir = workdir
-        self._user = await _image_user(self.engine, image)
         if self._limit_args():
             self._note(f"resource limits {' '.join(self._limit_args())} not enforced: {BWRAP.name} sets no cgroup limits")
         box = BwrapSandbox(lower)
@@ -151,6 +149,10 @@ class BwrapEnvironment(LocalContainerEnvironment):
         self._note(f"image {image} in a {BWRAP.name} sandbox (root file system read-only, a copy-on-write layer per trial)")
         await self._upload_environment_dir_after_start()
         await self.ensure_dirs(self._mount_targets(writable_only=True))
+
+    async def _as_root(self, who: str | int | None) -> bool:
+        # The image's user is known from its config (read once with its env and working dir): no engine call.
+        return str(self._user if who is None else who).split(":")[0] in ("", "root", "0")
 
     async def _apply_network_policy(self, network_policy: NetworkPolicy) -> None:
         if network_policy.network_mode.value != "no-network":
