@@ -206,6 +206,11 @@ def test_a_shared_verifier_seed_is_hardened_at_the_gate_and_tried_with_the_real_
     assert verdict["reports"]["oracle"]["passed"] and not verdict["reports"]["red_team"]["passed"], verdict["reports"]
     if "harden could not fix it" in (lineage["reason"] or "") and "gave no usable answer" in lineage["reason"]:
         # harden's proof needs the model's hacker to finish an attack on the copy: the model's answer, not envevo's.
+        # Everything else of the proof held: the copy verifies and no exploit class broke it.
+        proof = json.loads((run / "work" / "seeds" / seed.name / "harden" / "harden.json").read_text())
+        print(f"harden: {proof['status']}: before {proof['before']}; after {proof['after']}")
+        assert proof["before"]["red_team"].startswith("broken by ") and proof["after"]["verifies"] is True
+        assert proof["after"]["red_team"] == "inconclusive"  # no class broke it; the model's hacker gave no answer
         pytest.skip(f"the gate ran; harden's proof was left inconclusive by the model: {lineage['reason'][-400:]}")
     assert "the seed was hardened and proved" in r.stderr, r.stderr[-4000:]
     with LineageStore.open(run) as store:
