@@ -20,8 +20,9 @@ from envevo.evolve._engines_factory import ENGINES, engine_capabilities, engine_
 from envevo.evolve._estimators import StoreRuns, corpus_prior, recorded_estimator_names, recorded_run_estimators, run_estimator
 from envevo.evolve._events import Event, Stage
 from envevo.evolve._executor import EXECUTORS, AsyncioExecutor, Executor, make_executor, scale_out
-from envevo.evolve._loop import LineageRunner, direction_order, evolve, is_skipped, run_verifiers, start_lineages
+from envevo.evolve._loop import LineageRunner, direction_order, evolve, run_verifiers
 from envevo.evolve._run_settings import RESUME_MAY_CHANGE, open_run, settle_run_config
+from envevo.evolve._seed_start import is_skipped, start_lineages
 
 __all__ = [
     "ENGINES",

@@ -5,8 +5,7 @@ environment refinement (Modifier ⇄ oracle | invalid-test | rubric verifiers, i
 the engine, enforces direction semantics and effort bounds, and it stores every plan and candidate,
 accepted or not. A generation becomes durable only at `commit_generation`, so a crash loses at most the
 generation in flight and `--resume` continues from the last committed one, planning against the ξ stored with
-it. A resume extracts and verifies nothing again for a seed it already knows: a lineage that ended stays as
-stored, unless `--retry-skipped` opens a seed that never evolved (failed extraction or seed gate) again.
+it. How a lineage starts from its seed (the seed gate, then ξ) is `_seed_start.py`.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ import asyncio
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,16 +22,14 @@ from envevo.evolve._config import EvolveConfig
 from envevo.evolve._engine import CandidateFailed, Engine, EngineStop, GenerationContext, Proposal, Review, uses_models
 from envevo.evolve._events import Event, Stage
 from envevo.evolve._recorder import Recorder, StoreRecorder
-from envevo.evolve._seed_harden import harden_seed, only_hardenable
-from envevo.store import Lineage, LineageStore, Version, VersionCommit
+from envevo.store import LineageStore, Version, VersionCommit
 from envevo.task import Task, save
-from envevo.trace import Direction, Drift, Trace, check_direction, check_effort, difficulty, measure_drift
+from envevo.trace import Direction, Drift, Trace, check_direction, check_effort, difficulty
 from envevo.verify import (
     DriftBound,
     Inheriting,
     TaskVerifier,
     TrialVerifier,
-    Verdict,
     default_verifiers,
     trial_line,
     verify_candidate,
@@ -241,142 +237,6 @@ class LineageRunner:
     async def generation(self, lineage: str, g: int, parent: Version) -> str | None:
         """Generation g here, writing straight to the store."""
         return await self.work.run(lineage, g, parent, StoreRecorder(self.store))
-
-
-#: How a lineage whose seed never evolved says why: the reasons `--retry-skipped` recognises.
-SKIPPED = "skipped: "  # no usable ξ (an LLM extraction failed)
-UNSOUND = "the seed is not sound: "  # the seed gate: oracle, invalid-test, red team, or (strict) mutation
-
-
-def is_skipped(lineage: Lineage) -> bool:
-    """A lineage that ended at its seed, before any generation: extraction or the seed gate failed."""
-    return (lineage.status == "terminated" and lineage.latest_generation == 0
-            and (lineage.reason or "").startswith((SKIPPED, UNSOUND)))
-
-
-def reopens(lineage: Lineage, config: EvolveConfig) -> bool:
-    """A resume asking for more generations (or budget) reopens a lineage that stopped for lack of them."""
-    return lineage.status == "budget_exhausted" or (lineage.status == "done"
-                                                    and lineage.latest_generation < config.generations)
-
-
-@dataclass
-class SeedStart:
-    """Opens a lineage from a seed: its ξ, the seed gate, and the lineage row, running or ended with the reason."""
-
-    store: LineageStore
-    engine: Engine
-    config: EvolveConfig
-    checks: Sequence[TaskVerifier]
-    verifiers: Sequence[TrialVerifier]
-    gate: asyncio.Semaphore
-    on_event: Callable[[Event], None]
-
-    async def open(self, name: str, task: Task, known: Lineage | None = None) -> str:
-        """A new seed, or (`known`) a skipped one tried again: its stored ξ is kept, the gate runs again."""
-        stored = self.store.version(known.id, 0) if known is not None else None
-        try:
-            trace = stored.trace if stored is not None and stored.trace is not None else await self.engine.extract_trace(task)
-        except EngineStop as e:  # no usable ξ for this seed (an LLM extraction failed): skip it, the others go on
-            lid = known.id if known is not None else await asyncio.to_thread(self.store.create_lineage, name, task)
-            await self._end(name, lid, SKIPPED + str(e))
-            return lid
-        sound, why, verdict = await self._gate(name, task)
-        task, sound, why = await harden_seed(self, name, task, verdict, sound, why)  # only the red team failed it
-        lid = await asyncio.to_thread(self.store.create_lineage, name, task, trace=trace,
-                                      difficulty=difficulty(trace, self.engine.reference()), verified=sound)
-        try:  # the seed's own figures (similarity 1, no parent), with the encoder that will measure the rest
-            await asyncio.to_thread(lambda: self.store.set_drift(lid, 0, measure_drift(task, task, None)))
-        except UserError:
-            pass
-        if not sound:
-            await self._end(name, lid, why)
-        elif known is not None:  # tried again and sound now: the lineage evolves like a new one
-            await asyncio.to_thread(self.store.finish_lineage, lid, "running")
-        return lid
-
-    async def _end(self, name: str, lid: str, reason: str) -> None:
-        await asyncio.to_thread(self.store.finish_lineage, lid, "terminated", reason)
-        self.on_event(Event(name, 0, Stage.TERMINATED, reason))
-
-    async def _gate(self, name: str, task: Task) -> tuple[bool, str, Verdict]:
-        """Verify the seed like every later generation; the rubric judges it (recorded, shown) but does not gate it."""
-        workdir = self.store.run_dir / "work" / "seeds" / name
-        task_dir = save(self.config.runnable(task), workdir / "task", overwrite=True)
-        self.on_event(Event(name, 0, Stage.CANDIDATE, "verifying the seed"))
-        verdict = await verify_candidate(task, task_dir, workdir / "trials", env=self.config.env, verifiers=self.verifiers,
-                                         checks=self.checks, gate=self.gate, strict=self.config.strict_mutation)
-        await asyncio.to_thread((workdir / "verdict.json").write_text, verdict.model_dump_json(indent=1))
-        gating = {k: r for k, r in verdict.reports.items() if k != "rubric"}  # oracle, invalid-test, red team
-        judged = verdict.reports.get("rubric")
-        if judged is not None:
-            said = "; ".join(judged.reasons) if not judged.passed else "; ".join(judged.notes[-1:])
-            self.on_event(Event(name, 0, Stage.JUDGED, f"the seed's rubric verdict, which does not gate it: "
-                                                   f"{'pass' if judged.passed else 'fail'}{': ' + said if said else ''}"))
-        if all(r.passed or (r.weak and not verdict.strict) for r in gating.values()):  # a user's seed may be weak
-            if weak := "; ".join(r for rep in gating.values() for r in rep.reasons):
-                self.on_event(Event(name, 0, Stage.WEAK, f"the seed is weak (accepted; --mutation strict rejects it): {weak}"))
-            return True, "", verdict
-        reason = UNSOUND + "; ".join(f"{k}: {r}" for k, rep in gating.items() for r in rep.reasons)
-        if only_hardenable(verdict):  # most public tasks test in the agent's container: an agent can forge the reward
-            reason += (" — only the red team failed it: give the seed a separate verifier environment "
-                       "(`envevo harden`, docs/trust.md#harden), or evolve it anyway with --red-team off")
-        return False, reason, verdict
-
-
-def kept_line(lineage: Lineage) -> str:
-    """What a resume says of a lineage it leaves as it ended (nothing re-extracted, nothing re-verified)."""
-    g = lineage.latest_generation
-    said = f"kept as stored: {lineage.status}, {g} generation{'' if g == 1 else 's'}: {lineage.reason or 'no reason recorded'}"
-    return said + (" (--retry-skipped tries this seed again)" if is_skipped(lineage) else "")
-
-
-async def start_lineages(
-    store: LineageStore,
-    seeds: Sequence[tuple[str, Task]],
-    engine: Engine,
-    config: EvolveConfig,
-    checks: Sequence[TaskVerifier] = (),
-    on_event: Callable[[Event], None] | None = None,
-    verifiers: Sequence[TrialVerifier] | None = None,
-    retry_skipped: bool = False,
-) -> list[str]:
-    """Create (or find, on resume) one lineage per seed; return those still to evolve.
-
-    A new seed is verified first, like every later generation: a lineage must start from a sound task.
-    A seed that fails ends its lineage at once, with the verifiers' reasons. The rubric judges a seed but does
-    not gate it: its verdict is recorded (RUN/work/seeds/NAME/verdict.json) and shown (a `judged` event), and the
-    seed's children are judged against it.
-
-    On resume a known lineage is taken as stored: nothing is extracted or verified again (an LLM extraction costs
-    thousands of tokens), and one that stays ended is reported (a `kept` event). `retry_skipped` opens the seeds
-    this run skipped (failed extraction or gate) again, as new ones, with the current settings.
-    """
-    on_event = on_event or (lambda e: None)
-    verifiers = list(verifiers) if verifiers is not None else run_verifiers(engine, config)
-    seeding = SeedStart(store, engine, config, checks, verifiers, asyncio.Semaphore(config.trial_concurrency), on_event)
-    known = {lin.seed_name: lin for lin in store.lineages()}
-    todo: list[str] = []
-
-    async def start(name: str, task: Task) -> None:
-        was = known.get(name)
-        opened = was is None or (retry_skipped and is_skipped(was))
-        if opened:
-            lid = await seeding.open(name, task, was)
-        else:  # only checks that it is the same seed
-            lid = await asyncio.to_thread(store.create_lineage, name, task)
-        lin = store.lineage(lid)
-        if reopens(lin, config):
-            await asyncio.to_thread(store.finish_lineage, lid, "running")
-            lin = store.lineage(lid)
-        if lin.status == "running":
-            todo.append(lid)
-        elif not opened:  # ended in an earlier process, and left so
-            on_event(Event(lid, lin.latest_generation, Stage.KEPT, kept_line(lin)))
-
-    await asyncio.gather(*(start(name, task) for name, task in seeds))
-    order = {name: i for i, (name, _) in enumerate(seeds)}
-    return sorted(todo, key=lambda lid: order.get(store.lineage(lid).seed_name, 0))
 
 
 async def evolve(

@@ -12,7 +12,7 @@ from envevo.task import ImageMap, Task, load_task
 from envevo.verify import Verdict, spec_of
 
 if TYPE_CHECKING:
-    from envevo.evolve._loop import SeedStart
+    from envevo.evolve._seed_start import SeedStart
 
 
 def only_hardenable(verdict: Verdict) -> bool:
@@ -38,7 +38,8 @@ async def harden_seed(start: SeedStart, name: str, task: Task, verdict: Verdict,
     workdir.mkdir(parents=True, exist_ok=True)
     await asyncio.to_thread((workdir / "harden.json").write_text, result.model_dump_json(indent=1))
     if result.status != "hardened" or result.out is None:
-        return task, False, f"{why}; harden could not fix it ({result.status}: {result.reason}; --no-harden skips this)"
+        said = (result.reason.strip().splitlines() or [""])[0]  # the lineage's reason stays one line; harden.json has all
+        return task, False, f"{why}; harden could not fix it ({result.status}: {said}; --no-harden skips this)"
     arts = ", ".join(a.path for a in result.artifacts) or "none"
     start.on_event(Event(name, 0, Stage.CANDIDATE, f"the seed was hardened and proved (tests in a separate verifier, "
                                                    f"artifacts: {arts}); generation 0 is the hardened copy"))

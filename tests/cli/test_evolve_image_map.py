@@ -31,6 +31,7 @@ def verified(monkeypatch) -> list[str]:
         return Verdict(task=task.name, task_dir=task_dir, ok=True, reports={"oracle": report})
 
     monkeypatch.setattr("envevo.evolve._loop.verify_candidate", verify_candidate)
+    monkeypatch.setattr("envevo.evolve._seed_start.verify_candidate", verify_candidate)  # the seed gate
     monkeypatch.setattr("envevo.sandbox.preflight", lambda env, notify=None: None)
     return seen
 

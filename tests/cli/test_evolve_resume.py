@@ -29,7 +29,8 @@ def gate(monkeypatch):
         report = VerifierReport(name="oracle", passed=ok, reasons=[] if ok else ["the reference solution fails [2 of 5 tests]"])
         return Verdict(task=task.name, task_dir=task_dir, ok=ok, reports={"oracle": report})
 
-    monkeypatch.setattr("envevo.evolve._loop.verify_candidate", verify_candidate)
+    monkeypatch.setattr("envevo.evolve._loop.verify_candidate", verify_candidate)  # the candidates
+    monkeypatch.setattr("envevo.evolve._seed_start.verify_candidate", verify_candidate)  # the seed gate
     monkeypatch.setattr("envevo.sandbox.preflight", lambda env, notify=None: None)
     return failing
 

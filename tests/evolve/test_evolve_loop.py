@@ -265,7 +265,8 @@ def test_a_seed_only_the_red_team_fails_is_hardened_by_default(tmp_path, monkeyp
     store = LineageStore.open(tmp_path / "run")
     events = []
     seed = seed_task()
-    todo = asyncio.run(start_lineages(store, [("hello", seed)], ScriptedEngine(), EvolveConfig(generations=1),
+    engine = Counting()
+    todo = asyncio.run(start_lineages(store, [("hello", seed)], engine, EvolveConfig(generations=1),
                                       checks=[Verdicts("red_team", False), Verdicts("oracle", True)], verifiers=[],
                                       on_event=events.append))
     (lin,) = store.lineages()
@@ -275,9 +276,18 @@ def test_a_seed_only_the_red_team_fails_is_hardened_by_default(tmp_path, monkeyp
         gen0 = store.load_version_task(store.version("hello", 0).task_hash)
         assert gen0.envevo_metadata["hardened"]["from_content_hash"] == seed.content_hash()
         assert any("the seed was hardened and proved" in e.detail for e in events)
+        # ξ is extracted after the gate, from generation 0 as stored: the hardened copy.
+        assert engine.extracted == [gen0.content_hash()] and store.version("hello", 0).trace is not None
+        # A resume with the seed as given finds its lineage (generation 0 is its hardened copy): nothing again.
+        seen.clear()
+        again = Counting()
+        assert asyncio.run(start_lineages(store, [("hello", seed)], again, EvolveConfig(generations=1),
+                                          checks=[Verdicts("red_team", False)], verifiers=[])) == ["hello"]
+        assert seen == {} and again.extracted == []
     else:
         assert todo == [] and lin.status == "terminated"
         assert "harden could not fix it (not hardened: the tests query port 8000" in lin.reason
+        assert engine.extracted == []  # no ξ for a seed the gate rejected
 
 
 def test_a_seed_is_judged_not_gated_by_the_rubric(tmp_path):
@@ -396,23 +406,49 @@ def test_retry_skipped_reopens_a_seed_whose_extraction_failed(tmp_path):
     engine, gate = Counting(readable=True), Gates()  # e.g. a larger output cap now
     todo, _ = start(store, seeds, engine, gate, retry_skipped=True)
     assert todo == ["bad"] and store.lineage("bad").status == "running"
-    assert len(engine.extracted) == 1 and gate.seen == 1
+    assert len(engine.extracted) == 1 and gate.seen == 0  # the seed's gate passed before ξ failed: kept
     seed0 = store.version("bad", 0)
     assert seed0.trace == trace_of(seeds[0][1]) and seed0.verified
 
 
-def test_retry_skipped_gates_an_unsound_seed_again_with_its_stored_trace(tmp_path):
+def test_a_seed_the_gate_rejects_costs_no_extraction_and_retry_skipped_gates_it_again(tmp_path):
+    """The gate comes before ξ: a model's tokens are not spent on a seed the gate rejects."""
     store = LineageStore.open(tmp_path / "run")
     seeds = [("hello", seed_task())]
-    start(store, seeds, Counting(), Gates(passed=False))
-    assert store.lineage("hello").reason.startswith("the seed is not sound: ") and not store.version("hello", 0).verified
-
     engine = Counting()
+    start(store, seeds, engine, Gates(passed=False))
+    assert store.lineage("hello").reason.startswith("the seed is not sound: ") and not store.version("hello", 0).verified
+    assert engine.extracted == [] and store.version("hello", 0).trace is None
+
     todo, _ = start(store, seeds, engine, Gates(passed=False), retry_skipped=True)
     assert todo == [] and store.lineage("hello").reason.startswith("the seed is not sound: ")
-    todo, _ = start(store, seeds, engine, Gates(passed=True), retry_skipped=True)
-    assert todo == ["hello"] and store.version("hello", 0).verified
-    assert engine.extracted == []  # the ξ stored with the seed was fine: no new extraction
+    assert engine.extracted == []
+    gate = Gates(passed=True)
+    todo, _ = start(store, seeds, engine, gate, retry_skipped=True)
+    assert todo == ["hello"] and store.version("hello", 0).verified and gate.seen == 1
+    assert engine.extracted == [seeds[0][1].content_hash()] and store.version("hello", 0).trace == trace_of(seeds[0][1])
+
+
+def test_a_run_stopped_between_the_gate_and_xi_resumes_with_only_the_extraction(tmp_path):
+    """A kill after the seed gate and before ξ: the lineage row holds the gate's outcome, its verdict stays on
+    disk, and a plain resume extracts ξ without gating the seed again."""
+
+    class Killed(ScriptedEngine):
+        async def extract_trace(self, task):
+            raise KeyboardInterrupt  # Ctrl-C while the model extracts
+
+    store = LineageStore.open(tmp_path / "run")
+    seeds = [("hello", seed_task())]
+    with pytest.raises(KeyboardInterrupt):
+        start(store, seeds, Killed(), Gates())
+    verdict = store.run_dir / "work" / "seeds" / "hello" / "verdict.json"
+    assert store.version("hello", 0).verified and store.version("hello", 0).trace is None and verdict.is_file()
+    stored = verdict.read_text()
+
+    engine, gate = Counting(), Gates()
+    todo, _ = start(store, seeds, engine, gate)  # a resume, without --retry-skipped
+    assert todo == ["hello"] and gate.seen == 0 and len(engine.extracted) == 1
+    assert store.version("hello", 0).trace == trace_of(seeds[0][1]) and verdict.read_text() == stored
 
 
 def test_a_lineage_that_evolved_is_not_reopened_by_retry_skipped(tmp_path):

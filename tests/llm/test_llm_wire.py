@@ -38,7 +38,7 @@ def two_span_plan():
     return plan
 
 
-def evolve_once(tmp_path, server, *, seed=2, plan_budget=3, env_budget=2, **kw):
+def evolve_once(tmp_path, server, *, seed=2, plan_budget=3, env_budget=2, retry_skipped=False, **kw):
     """Start the log-forensics lineage and evolve one generation; returns (store, status, engine)."""
     engine, checks = build_llm_engine(settings(server, **kw), container_shell=False)
     store = LineageStore.open(tmp_path / "run")
@@ -47,7 +47,8 @@ def evolve_once(tmp_path, server, *, seed=2, plan_budget=3, env_budget=2, **kw):
 
     async def main():
         await engine.preflight()
-        lids = await start_lineages(store, [("log-forensics", load_task(lf.SEED))], engine, cfg, checks=checks, verifiers=[])
+        lids = await start_lineages(store, [("log-forensics", load_task(lf.SEED))], engine, cfg, checks=checks, verifiers=[],
+                                    retry_skipped=retry_skipped)
         return await evolve(store, lids, engine, cfg, checks=checks, verifiers=[])
 
     with override_allow_model_requests(True):
@@ -172,23 +173,27 @@ def test_a_lineage_over_budget_stops_cleanly_and_resumes_with_a_higher_cap(tmp_p
                 evolve_once(tmp_path, server, max_tokens=2000)
             return
         store, status, _ = evolve_once(tmp_path, server, max_tokens=2000)
-    assert status == "budget_exhausted"
-    assert "--max-tokens" in store.lineage("log-forensics").reason
+    # The seed gate's judge comes first (outside lineages) and spends that cap: the seed is skipped before its
+    # extraction, its gate's outcome kept.
+    assert status is None and store.lineage("log-forensics").status == "terminated"
+    assert store.lineage("log-forensics").reason.startswith("skipped: ") and "--max-tokens" in store.lineage("log-forensics").reason
     assert store.versions("log-forensics")[-1].generation == 0  # nothing half-committed
+    assert store.version("log-forensics", 0).verified and store.version("log-forensics", 0).trace is None
+    assert script.remaining() == {"proposer-extract": 1, "proposer-plan": 1}  # no model call spent past the cap
     store.close()
 
-    # Resume with a higher cap: the lineage reopens and finishes the generation. The seed's ξ is the stored one (no
-    # extraction spent on it again); only the candidate is extracted. This process never judged the seed, so the
-    # judge judges it once (the parent's verdict, against which the candidate is judged).
+    # Resume with a higher cap and --retry-skipped: the lineage reopens, its seed's ξ is extracted (the gate is kept,
+    # not run again), and the generation finishes. This process never judged the seed, so the judge judges it once (the parent's
+    # verdict, against which the candidate is judged).
     script = Script(**{
-        "proposer-extract": [final(lf.candidate_extraction())],
+        "proposer-extract": [final(lf.extraction()), final(lf.candidate_extraction())],
         "proposer-plan": [final(lf.plan(clarified=True))],
         "reviewer": [final(lf.plan_review(accept=True))],
         "modifier": modifier_script(),
         "judge": [final(lf.task_review()), final(lf.task_review(evolved=True))],
     })
     with FakeOpenAI(script) as server:
-        store, status, _ = evolve_once(tmp_path, server, max_tokens=10**7)
+        store, status, _ = evolve_once(tmp_path, server, max_tokens=10**7, retry_skipped=True)
     assert status == "done" and store.version("log-forensics", 1) is not None
     assert script.remaining() == {}
     store.close()

@@ -126,7 +126,8 @@ def test_a_60_second_overload_burst_is_survived_and_the_run_takes_that_long(tmp_
     assert status == "done", store.lineage("log-forensics").reason
     assert store.version("log-forensics", 1).verified
     assert server.burst_errors >= 5  # the first request met the burst and was retried through it
-    waited = sum(engine.runtime.waits["proposer"])
+    # whichever role's request met the burst first (the seed gate's judge, since the gate precedes ξ) waited it out
+    waited = sum(sum(w) for w in engine.runtime.waits.values())
     assert waited >= 60.0 and wall >= waited
     store.close()
 

@@ -147,20 +147,31 @@ def test_one_llm_generation_ends_honestly_and_its_tokens_match_the_servers(llama
     assert "Traceback" not in again.stderr, again.stderr[-3000:]
 
 
+PUBLIC_SEED = ROOT / "tests" / "fixtures" / "public" / "tb2-pypi"  # tests/fixtures/public.md: TB2's shape, shared
+
+
 @pytest.mark.sandbox
 @pytest.mark.timeout(5400)
 def test_a_shared_verifier_seed_is_hardened_at_the_gate_and_tried_with_the_real_model(llama, tmp_path):
     """The main job from a public-style task with envevo's defaults (red team on with the model as its hacker,
     mutation verifier, harden on): the seed gate finds the shared-verifier seed hackable, harden proves a separate-
-    verifier copy, and the lineage opens on it and makes one try. The weak model's try may fail: that it ends in one
-    line, within its bounds, with every token metered, is what is asserted; the gate and harden are not the model's."""
+    verifier copy, ξ is extracted from that copy, and the lineage opens on it and makes one try. The weak model's try
+    may fail: that it ends in one line, within its bounds, with every request and token metered, is what is asserted;
+    the gate and harden are not the model's.
+
+    The seed is a small Terminal-Bench 2 style task (palindromes; pytest installed from PyPI while grading, in the
+    agent's container): Gemma 3 270M cannot quote log-forensics' files verbatim for ξ (6 of 6 tries, 2026-12-07),
+    and a task that small keeps the run within the hour on 2 shared cores. The model's answers are capped as in the
+    role tests below (`CAPS`, `ANSWER_SEC`); the verification settings are evolve's defaults."""
     from envevo.store import LineageStore
     from envevo.task import load_task
-    from tests.fakes import log_forensics as lf
 
-    seed = lf.shared_seed(tmp_path / "log-forensics")
+    seed = shutil.copytree(PUBLIC_SEED, tmp_path / "palindromes")
+    # The hacker must finish an answer for harden's proof: a longer time cap than the role tests' (2 shared cores).
+    caps = "".join(f"[llm.roles.{role}]\nmax_output_tokens = {n}\n" for role, n in CAPS.items())
+    (tmp_path / "envevo.toml").write_text(f"[llm]\nanswer_timeout_sec = {3 * ANSWER_SEC}\nretry_budget_sec = 60\n{caps}")
     run = tmp_path / "run"
-    before = metrics(llama)
+    before, requests0 = _settle(llama), _requests(llama)
     started = time.monotonic()
     r = _envevo("evolve", str(seed), "--run", str(run), "--engine", "llm", "--model", SERVED, "--base-url",
                 llama + "/v1", "--generations", "1", "--plan-budget", "1", "--env-budget", "1",
@@ -168,23 +179,54 @@ def test_a_shared_verifier_seed_is_hardened_at_the_gate_and_tried_with_the_real_
     wall = time.monotonic() - started
     assert "Traceback" not in r.stderr, r.stderr[-3000:]
     (lineage,) = json.loads(r.stdout)["lineages"]
-    print(f"wall {wall:.0f} s; exit {r.returncode}; {lineage['status']}: {lineage['reason']}")
-    # ξ is the model's: a seed whose extraction the weak model botched never reaches the gate, and says so.
-    if lineage["reason"] and lineage["reason"].startswith("skipped: "):
-        pytest.skip(f"the model gave no usable ξ for the seed, so the gate was not reached: {lineage['reason']}")
-    assert "the seed was hardened and proved" in r.stderr, r.stderr[-4000:]
-    with LineageStore.open(run) as store:
-        gen0 = store.load_version_task(store.version(lineage["lineage"], 0).task_hash)
-        tries = store.tries(lineage["lineage"], 1)
-    assert gen0.envevo_metadata["hardened"]["from_content_hash"] == load_task(seed).content_hash()
-    assert gen0.config["verifier"]["environment_mode"] == "separate"
-    assert tries, "no try at generation 1 was made"  # one was, whatever became of it
-    if lineage["status"] != "done":
-        _one_line(lineage["reason"])
+    print(f"\nwall {wall:.0f} s; exit {r.returncode}; {lineage['status']}: {lineage['reason']}\n"
+          + "\n".join(r.stderr.strip().splitlines()[-60:]))
+    _one_line(lineage["reason"] or "done")
+    # Every request the server started is one metered call; the tokens agree (at most the server's where an answer
+    # was abandoned at its time cap, metered from what had arrived).
     show = json.loads(_envevo("lineage", "show", str(run), "--json", timeout=120, cwd=tmp_path).stdout)
     rows = [u for lin in show["lineages"] for u in lin["usage"]] + show["usage_outside_lineages"]
-    served_out = _settle(llama).get("tokens_predicted_total", 0) - before.get("tokens_predicted_total", 0)
-    assert sum(u["output_tokens"] or 0 for u in rows) == served_out
+    after, requests = _settle(llama), _requests(llama) - requests0
+    served_in, served_out = _served(before, after)
+    calls = sum(u["calls"] for u in rows)
+    used_in, used_out = (sum(u[k] or 0 for u in rows) for k in ("input_tokens", "output_tokens"))
+    abandoned = sum(u.get("estimated_calls") or 0 for u in rows)
+    by_role: dict[str, int] = {}
+    for u in rows:
+        by_role[u["role"]] = by_role.get(u["role"], 0) + u["calls"]
+    print(f"calls by role {by_role}; {requests} requests, {abandoned} abandoned at the time cap; envevo in/out "
+          f"{used_in}/{used_out}; server in/out {served_in}/{served_out}")
+    assert calls == requests >= 1, "a request the server answered was not metered"
+    if abandoned:
+        assert used_in <= served_in and used_out <= served_out
+    else:
+        assert (used_in, used_out) == (served_in, served_out)
+    # The gate ran on the seed as given and found only the red team's hacks.
+    verdict = json.loads((run / "work" / "seeds" / seed.name / "verdict.json").read_text())
+    assert verdict["reports"]["oracle"]["passed"] and not verdict["reports"]["red_team"]["passed"], verdict["reports"]
+    if "harden could not fix it" in (lineage["reason"] or "") and "gave no usable answer" in lineage["reason"]:
+        # harden's proof needs the model's hacker to finish an attack on the copy: the model's answer, not envevo's.
+        # Everything else of the proof held: the copy verifies and no exploit class broke it.
+        proof = json.loads((run / "work" / "seeds" / seed.name / "harden" / "harden.json").read_text())
+        print(f"harden: {proof['status']}: before {proof['before']}; after {proof['after']}")
+        assert proof["before"]["red_team"].startswith("broken by ") and proof["after"]["verifies"] is True
+        assert proof["after"]["red_team"] == "inconclusive"  # no class broke it; the model's hacker gave no answer
+        pytest.skip(f"the gate ran; harden's proof was left inconclusive by the model: {lineage['reason'][-400:]}")
+    assert "the seed was hardened and proved" in r.stderr, r.stderr[-4000:]
+    with LineageStore.open(run) as store:
+        v0 = store.version(lineage["lineage"], 0)
+        gen0 = store.load_version_task(v0.task_hash)
+        tries = store.tries(lineage["lineage"], 1)
+    assert v0.verified
+    assert gen0.envevo_metadata["hardened"]["from_content_hash"] == load_task(seed).content_hash()
+    assert gen0.config["verifier"]["environment_mode"] == "separate"
+    assert "/app/palindromes.txt" in gen0.config["artifacts"]
+    if lineage["reason"] and lineage["reason"].startswith("skipped: "):  # after the gate: the model's ξ, not envevo's
+        assert v0.trace is None and not tries
+        pytest.skip(f"gate and harden shown; the model gave no usable ξ for the hardened seed: {lineage['reason']}")
+    assert v0.trace is not None  # ξ of the hardened copy, extracted after the gate
+    assert tries, "no try at generation 1 was made"  # one was, whatever became of it
+    assert r.returncode not in (2, 5), r.stderr[-3000:]  # no usage error, and the seed was not rejected
 
 
 # ---- every other role, one at a time, through envevo's real HTTP path -----------------------------------------------
